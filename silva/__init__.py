@@ -1,0 +1,7 @@
+"""silva: decision trees and tree ensembles on one compiled engine, scikit-learn's API."""
+
+from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+__version__ = "0.1.0"
+
+__all__ = ["DecisionTreeClassifier", "DecisionTreeRegressor", "__version__"]

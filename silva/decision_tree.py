@@ -1,0 +1,396 @@
+"""CART decision trees (Breiman, Friedman, Olshen & Stone 1984) with scikit-learn's API.
+
+:class:`DecisionTreeClassifier` and :class:`DecisionTreeRegressor` are thin shells over
+the engine: they validate input, bin it once (:mod:`silva.engine.binning`), turn targets
+into statistic channels (:mod:`silva.engine.criteria`), grow one tree in one compiled
+call (:mod:`silva.engine.grower`) and, with ``ccp_alpha > 0``, prune it
+(:mod:`silva.engine.pruning`). Parameters have scikit-learn's names and meanings, plus
+
+- ``max_bins``: bins per numeric feature (default 255). A feature with at most that many
+  distinct values is binned exactly, and the tree then splits exactly where CART does;
+- ``categorical_features``: features split as category sets, not thresholds.
+
+Missing values (NaN) are supported at fit and predict: each split learns where they go;
+a split that saw none sends them to the child with more samples.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state, compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from silva import _input
+from silva.engine import criteria
+from silva.engine.binning import MAX_BINS_LIMIT, Binner
+from silva.engine.grower import grow_tree
+from silva.engine.pruning import cost_complexity_path, prune_tree
+from silva.engine.random import seed_from_random_state
+from silva.engine.tree import Tree
+
+# Nodes below this many samples search splits by sorting instead of a dense histogram,
+# and parallel regions start only above this many (samples x features) of work; both
+# chosen with benchmarks/bench_tree.py on 2 cores.
+HISTOGRAM_MIN_SAMPLES = 64
+PARALLEL_MIN_WORK = 200_000
+_UNLIMITED_DEPTH = 2**31 - 1
+
+
+class BaseDecisionTree(BaseEstimator):
+    """Shared fit and prediction logic; use the classifier or the regressor."""
+
+    def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
+                 min_samples_leaf, min_weight_fraction_leaf, max_features, random_state,
+                 max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins,
+                 categorical_features):
+        self.criterion = criterion
+        self.splitter = splitter
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.random_state = random_state
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.ccp_alpha = ccp_alpha
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+
+    # ----------------------------------------------------------------- input
+    def _prepare_X(self, X, *, reset):
+        """Validated float64 X, with data-frame category columns encoded as codes."""
+        if reset:
+            names = list(X.columns) if _input._is_dataframe(X) else None
+            n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+            mask = None
+            if n_features is not None:
+                mask = _input.resolve_categorical_features(
+                    self.categorical_features, X, n_features, names)
+            self._encoder = None
+            if _input._is_dataframe(X) and mask is not None and mask.any():
+                self._encoder = _input.CategoryEncoder().fit(X, mask)
+                X = self._encoder.transform(X)
+            X = _input.validate_X(self, X, reset=True)
+            if mask is None:
+                mask = _input.resolve_categorical_features(
+                    self.categorical_features, X, X.shape[1], names)
+            self.is_categorical_ = mask
+            return X
+        if self._encoder is not None and _input._is_dataframe(X):
+            X = self._encoder.transform(X)
+        return _input.validate_X(self, X, reset=False)
+
+    def _check_params(self, n_samples, total_weight):
+        max_depth = _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
+        min_samples_split = _input.check_count_or_fraction(
+            self.min_samples_split, "min_samples_split", 2)
+        if isinstance(min_samples_split, float):
+            min_samples_split = max(2, int(np.ceil(min_samples_split * n_samples)))
+        min_samples_leaf = _input.check_count_or_fraction(
+            self.min_samples_leaf, "min_samples_leaf", 1)
+        if isinstance(min_samples_leaf, float):
+            min_samples_leaf = max(1, int(np.ceil(min_samples_leaf * n_samples)))
+        fraction = _input.check_float(self.min_weight_fraction_leaf,
+                                      "min_weight_fraction_leaf", 0.0, 0.5)
+        max_leaf_nodes = _input.check_int(self.max_leaf_nodes, "max_leaf_nodes", 2,
+                                          allow_none=True)
+        _input.check_float(self.min_impurity_decrease, "min_impurity_decrease", 0.0)
+        _input.check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        _input.check_int(self.max_bins, "max_bins", 2)
+        if self.max_bins > MAX_BINS_LIMIT:
+            raise ValueError(f"max_bins must be <= {MAX_BINS_LIMIT}; got {self.max_bins}.")
+        _input.check_option(self.splitter, "splitter", {"best", "random"})
+        return dict(
+            max_depth=_UNLIMITED_DEPTH if max_depth is None else max_depth,
+            min_samples_split=max(min_samples_split, 2 * min_samples_leaf),
+            min_samples_leaf=min_samples_leaf,
+            min_weight_leaf=fraction * total_weight,
+            max_leaf_nodes=0 if max_leaf_nodes is None else max_leaf_nodes,
+        )
+
+    # ------------------------------------------------------------------- fit
+    def _fit_tree(self, X, y, sample_weight, criterion_code, n_classes, value_offset=0.0):
+        """Bin X, grow the tree and store ``tree_``; y is encoded, weights final."""
+        n_samples, n_features = X.shape
+        rules = self._check_params(n_samples, sample_weight.sum())
+        self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
+        names = getattr(self, "feature_names_in_", None)
+        _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
+
+        binner = Binner(self.max_bins, self.is_categorical_)
+        bin_codes = binner.fit_transform(X)
+        self._has_missing_at_fit = bool(np.isnan(X).any())
+        stats = criteria.build_statistics(criterion_code, y, sample_weight, n_classes)
+        seed = seed_from_random_state(check_random_state(self.random_state))
+        n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
+        n_words = max(1, (int(n_categories) + 63) // 64)
+        sample_indices = np.arange(n_samples, dtype=np.int32)
+        n_values = n_classes if criteria.is_classification(criterion_code) else 1
+
+        table, values, bitsets = grow_tree(
+            bin_codes, stats, sample_indices, binner.n_value_bins_,
+            self.is_categorical_.astype(np.uint8), binner.missing_bin_,
+            binner.bin_thresholds_, binner.bin_lower_, binner.bin_upper_,
+            criterion_code, n_classes, n_values,
+            rules["max_depth"], rules["min_samples_split"], rules["min_samples_leaf"],
+            rules["min_weight_leaf"], rules["max_leaf_nodes"],
+            float(self.min_impurity_decrease), self.max_features_,
+            self.splitter == "random", seed, HISTOGRAM_MIN_SAMPLES, PARALLEL_MIN_WORK,
+            n_words,
+        )
+        values += value_offset
+        tree = Tree.from_grower(table, values, bitsets, n_features, n_classes)
+        if self.ccp_alpha > 0.0:
+            tree = prune_tree(tree, self.ccp_alpha)
+        self.tree_ = tree
+        return self
+
+    # -------------------------------------------------------------- predict
+    def _validated_X(self, X):
+        check_is_fitted(self, "tree_")
+        return self._prepare_X(X, reset=False)
+
+    def apply(self, X):
+        """Index of the leaf each sample ends up in."""
+        return self.tree_.apply(self._validated_X(X))
+
+    def decision_path(self, X):
+        """Sparse (n_samples, node_count) indicator of the nodes each sample visits."""
+        return self.tree_.decision_path(self._validated_X(X))
+
+    def get_depth(self):
+        """Depth of the tree: the largest number of edges from the root to a leaf."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.max_depth
+
+    def get_n_leaves(self):
+        """Number of leaves of the tree."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised total impurity decrease per feature (mean decrease in impurity)."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.compute_feature_importances()
+
+    def cost_complexity_pruning_path(self, X, y, sample_weight=None):
+        """Effective alphas of minimal cost-complexity pruning (Breiman et al. 1984, ch. 3).
+
+        Fits the unpruned tree (``ccp_alpha`` ignored) and returns a ``Bunch`` with
+        ``ccp_alphas`` (increasing) and ``impurities``: the total leaf impurity of the
+        subtree kept for each alpha.
+        """
+        from sklearn.base import clone
+        from sklearn.utils import Bunch
+
+        unpruned = clone(self).set_params(ccp_alpha=0.0).fit(X, y, sample_weight)
+        alphas, impurities = cost_complexity_path(unpruned.tree_)
+        return Bunch(ccp_alphas=alphas, impurities=impurities)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
+    """A CART classification tree grown on silva's compiled engine.
+
+    Parameters
+    ----------
+    criterion : {"gini", "entropy", "log_loss", "misclassification"}, default="gini"
+        Node impurity: Gini index, Shannon entropy in bits (``log_loss`` is an alias), or
+        the misclassification rate.
+    splitter : {"best", "random"}, default="best"
+        "best" scans every threshold; "random" scores one random threshold per feature
+        (extra trees, Geurts et al. 2006).
+    max_depth : int or None, default=None
+        Largest depth; None grows until the other rules stop.
+    min_samples_split : int or float, default=2
+        Fewest samples a node needs to be split (a float is a fraction of the samples).
+    min_samples_leaf : int or float, default=1
+        Fewest samples in each child of a split (a float is a fraction).
+    min_weight_fraction_leaf : float, default=0.0
+        Smallest fraction of the total sample weight in each child of a split.
+    max_features : int, float, "sqrt", "log2" or None, default=None
+        Features drawn at random for each node; None means all.
+    random_state : int, RandomState or None, default=None
+        Seeds the feature order and random thresholds; results are the same for any
+        number of threads.
+    max_leaf_nodes : int or None, default=None
+        Grow best-first to at most this many leaves.
+    min_impurity_decrease : float, default=0.0
+        Split only if the weighted impurity decrease is at least this.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplied into ``sample_weight``.
+    ccp_alpha : float, default=0.0
+        Complexity parameter of minimal cost-complexity pruning.
+    max_bins : int, default=255
+        Bins per numeric feature; features with fewer distinct values are binned exactly.
+    categorical_features : None, "auto", mask, indices or names, default=None
+        Features split by category sets. Categorical values are integer codes in
+        ``[0, max_bins)``; pandas category, object and bool columns are encoded by silva
+        ("auto" picks them). A category not seen at fit follows missing values.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    n_classes_ : int
+    tree_ : silva.engine.tree.Tree
+    feature_importances_ : ndarray of shape (n_features,)
+    max_features_ : int
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when X was a data frame with string column names
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from silva import DecisionTreeClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = DecisionTreeClassifier(max_depth=2, random_state=0).fit(X, y)
+    >>> model.get_depth(), model.get_n_leaves()
+    (2, 3)
+    """
+
+    def __init__(self, *, criterion="gini", splitter="best", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=None, random_state=None, max_leaf_nodes=None,
+                 min_impurity_decrease=0.0, class_weight=None, ccp_alpha=0.0, max_bins=255,
+                 categorical_features=None):
+        super().__init__(
+            criterion=criterion, splitter=splitter, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            random_state=random_state, max_leaf_nodes=max_leaf_nodes,
+            min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
+            max_bins=max_bins, categorical_features=categorical_features,
+        )
+        self.class_weight = class_weight
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow the tree on (X, y); NaN in X means missing."""
+        criterion_code = criteria.CLASSIFICATION_CRITERIA.get(self.criterion) \
+            if isinstance(self.criterion, str) else None
+        if criterion_code is None:
+            raise ValueError(f"criterion must be one of "
+                             f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
+                             f"{self.criterion!r}.")
+        X = self._prepare_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
+                             "Multi-output trees are not supported yet.")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity; every sample needs a class label.")
+        check_classification_targets(y)
+        self.classes_, y_encoded = np.unique(y, return_inverse=True)
+        self.n_classes_ = len(self.classes_)
+        self.n_outputs_ = 1
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        if self.class_weight is not None:
+            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        return self._fit_tree(X, y_encoded, sample_weight, criterion_code, self.n_classes_)
+
+    def predict_proba(self, X):
+        """Class probabilities: the weighted class fractions of each sample's leaf."""
+        return self.tree_.predict(self._validated_X(X))[:, 0, :].copy()
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Most probable class of each sample (the first of equals)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = False
+        return tags
+
+
+class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
+    """A CART regression tree grown on silva's compiled engine.
+
+    Parameters
+    ----------
+    criterion : {"squared_error", "friedman_mse", "absolute_error", "poisson"}, \
+            default="squared_error"
+        Node impurity: variance (mean prediction), variance with Friedman's improvement
+        score, mean absolute deviation (median prediction), or half Poisson deviance
+        (for counts, y >= 0).
+    splitter, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
+            max_features, random_state, max_leaf_nodes, min_impurity_decrease, ccp_alpha, \
+            max_bins, categorical_features
+        As for :class:`DecisionTreeClassifier`.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from silva import DecisionTreeRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> DecisionTreeRegressor(max_depth=3).fit(X, y).get_n_leaves()
+    8
+    """
+
+    def __init__(self, *, criterion="squared_error", splitter="best", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=None, random_state=None, max_leaf_nodes=None,
+                 min_impurity_decrease=0.0, ccp_alpha=0.0, max_bins=255,
+                 categorical_features=None):
+        super().__init__(
+            criterion=criterion, splitter=splitter, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            random_state=random_state, max_leaf_nodes=max_leaf_nodes,
+            min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
+            max_bins=max_bins, categorical_features=categorical_features,
+        )
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow the tree on (X, y); NaN in X means missing."""
+        criterion_code = criteria.REGRESSION_CRITERIA.get(self.criterion) \
+            if isinstance(self.criterion, str) else None
+        if criterion_code is None:
+            raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
+                             f"; got {self.criterion!r}.")
+        X = self._prepare_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
+                             "Multi-output trees are not supported yet.")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"y must be numeric for regression: {error}") from None
+        if not np.all(np.isfinite(y)):
+            bad = np.flatnonzero(~np.isfinite(y))[0]
+            raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        offset = 0.0
+        if criterion_code == criteria.POISSON:
+            if np.any(y < 0):
+                raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
+            if np.sum(y * sample_weight) <= 0:
+                raise ValueError("criterion='poisson' needs a positive sum of y.")
+        elif criterion_code != criteria.ABSOLUTE_ERROR:
+            # Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w) accurate for large |y|.
+            offset = float(np.average(y, weights=sample_weight))
+            y = y - offset
+        self.n_outputs_ = 1
+        return self._fit_tree(X, y, sample_weight, criterion_code, 1, value_offset=offset)
+
+    def predict(self, X):
+        """Mean (or median) target of each sample's leaf."""
+        return self.tree_.predict(self._validated_X(X))[:, 0, 0].copy()

@@ -1,0 +1,169 @@
+"""Binning: raw feature values to small integer bin codes, once per fit.
+
+Every later stage works on bin codes, never on raw values: histograms are indexed by them
+and splits are chosen between them. A fitted :class:`Binner` holds, per feature,
+
+- ``n_value_bins_[f]``: how many bins hold non-missing values;
+- ``bin_thresholds_[f, b]``: the real value separating bin ``b`` from bin ``b + 1``; a raw
+  value ``x`` lies in the first bin whose threshold is ``>= x``, so a split "bins <= b go
+  left" is the real-valued test ``x <= bin_thresholds_[f, b]`` and a fitted tree predicts
+  from raw X without the binner;
+- ``bin_lower_[f, b]`` and ``bin_upper_[f, b]``: the smallest and largest training value in
+  the bin (extra trees draw their random thresholds between these).
+
+Numeric features with at most ``max_bins`` distinct values are binned *exactly*: one bin
+per distinct value, thresholds at the midpoints between consecutive values, which is where
+CART (Breiman et al. 1984) and scikit-learn put theirs. Features with more distinct values
+get at most ``max_bins`` quantile bins. Categorical features must hold category codes,
+integers in ``[0, max_bins)``; the code is the bin. Missing values (NaN) of every feature
+share one extra bin, ``missing_bin_``, the largest code in use.
+"""
+
+import numba as nb
+import numpy as np
+
+MAX_BINS_LIMIT = 65535
+
+
+@nb.njit(cache=True)
+def _midpoint(low, high):
+    # Halving before adding cannot overflow; if rounding lands on ``high`` (adjacent
+    # floats), the threshold falls back to ``low`` so that ``low`` still goes left.
+    mid = low / 2.0 + high / 2.0
+    if mid >= high or np.isinf(mid):
+        mid = low
+    return mid
+
+
+@nb.njit(cache=True, parallel=True)
+def _fit_numeric_bins(X, numeric_features, max_bins, thresholds, lower, upper, n_value_bins):
+    """Fill the bin edges of every numeric feature (parallel over features)."""
+    n_samples = X.shape[0]
+    for j in nb.prange(numeric_features.shape[0]):
+        f = numeric_features[j]
+        column = np.empty(n_samples, dtype=np.float64)
+        n_present = 0
+        for i in range(n_samples):
+            x = X[i, f]
+            if not np.isnan(x):
+                column[n_present] = x
+                n_present += 1
+        if n_present == 0:
+            n_value_bins[f] = 1
+            lower[f, 0] = 0.0
+            upper[f, 0] = 0.0
+            continue
+        values = np.sort(column[:n_present])
+        # Distinct values and how many samples hold each.
+        distinct = np.empty(n_present, dtype=np.float64)
+        counts = np.empty(n_present, dtype=np.int64)
+        n_distinct = 0
+        for i in range(n_present):
+            if n_distinct == 0 or values[i] != distinct[n_distinct - 1]:
+                distinct[n_distinct] = values[i]
+                counts[n_distinct] = 1
+                n_distinct += 1
+            else:
+                counts[n_distinct - 1] += 1
+        if n_distinct <= max_bins:
+            n_value_bins[f] = n_distinct
+            for b in range(n_distinct):
+                lower[f, b] = distinct[b]
+                upper[f, b] = distinct[b]
+                if b + 1 < n_distinct:
+                    thresholds[f, b] = _midpoint(distinct[b], distinct[b + 1])
+            continue
+        # Quantile bins: close a bin at the distinct value where the running count first
+        # reaches the next quantile target, so heavy values are never split across bins.
+        b = 0
+        running = 0
+        lower[f, 0] = distinct[0]
+        for d in range(n_distinct):
+            running += counts[d]
+            target = (b + 1) * n_present / max_bins
+            if running >= target and d + 1 < n_distinct and b + 1 < max_bins:
+                upper[f, b] = distinct[d]
+                thresholds[f, b] = _midpoint(distinct[d], distinct[d + 1])
+                b += 1
+                lower[f, b] = distinct[d + 1]
+        upper[f, b] = distinct[n_distinct - 1]
+        n_value_bins[f] = b + 1
+
+
+@nb.njit(cache=True, parallel=True)
+def _map_to_bins(X, is_categorical, thresholds, n_value_bins, missing_bin, out):
+    """Bin codes of X, feature-major: ``out[f, i]`` is the bin of ``X[i, f]``."""
+    n_samples, n_features = X.shape
+    for f in nb.prange(n_features):
+        n_thresholds = n_value_bins[f] - 1
+        for i in range(n_samples):
+            x = X[i, f]
+            if np.isnan(x):
+                out[f, i] = missing_bin
+            elif is_categorical[f]:
+                out[f, i] = np.int64(x)
+            else:
+                # First threshold >= x (binary search); past the last one: the top bin.
+                lo = 0
+                hi = n_thresholds
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if thresholds[f, mid] < x:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                out[f, i] = lo
+
+
+class Binner:
+    """Map raw features to bin codes (see the module docstring for the contract).
+
+    Parameters
+    ----------
+    max_bins : int
+        Largest number of bins for the non-missing values of one feature, in [2, 65535].
+    is_categorical : ndarray of bool, shape (n_features,)
+        Which features hold category codes.
+    """
+
+    def __init__(self, max_bins, is_categorical):
+        self.max_bins = max_bins
+        self.is_categorical = np.asarray(is_categorical, dtype=np.bool_)
+
+    def fit(self, X):
+        """Learn bin edges from ``X`` (float64, NaN = missing, already validated)."""
+        n_features = X.shape[1]
+        max_bins = self.max_bins
+        self.bin_thresholds_ = np.full((n_features, max(max_bins - 1, 1)), np.inf)
+        self.bin_lower_ = np.zeros((n_features, max_bins))
+        self.bin_upper_ = np.zeros((n_features, max_bins))
+        self.n_value_bins_ = np.ones(n_features, dtype=np.int32)
+        numeric = np.flatnonzero(~self.is_categorical).astype(np.int64)
+        if numeric.size:
+            _fit_numeric_bins(
+                X, numeric, max_bins, self.bin_thresholds_, self.bin_lower_, self.bin_upper_,
+                self.n_value_bins_,
+            )
+        for f in np.flatnonzero(self.is_categorical):
+            column = X[:, f]
+            present = column[~np.isnan(column)]
+            n_categories = int(present.max()) + 1 if present.size else 1
+            self.n_value_bins_[f] = n_categories
+            codes = np.arange(n_categories, dtype=np.float64)
+            self.bin_lower_[f, :n_categories] = codes
+            self.bin_upper_[f, :n_categories] = codes
+        self.missing_bin_ = int(self.n_value_bins_.max())
+        self.dtype_ = np.uint8 if self.missing_bin_ <= 255 else np.uint16
+        return self
+
+    def transform(self, X):
+        """Bin codes of ``X`` as a C-contiguous (n_features, n_samples) array."""
+        out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
+        _map_to_bins(
+            X, self.is_categorical.astype(np.uint8), self.bin_thresholds_, self.n_value_bins_,
+            self.missing_bin_, out,
+        )
+        return out
+
+    def fit_transform(self, X):
+        return self.fit(X).transform(X)

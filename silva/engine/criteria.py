@@ -1,0 +1,192 @@
+"""Criteria: per-sample statistic channels, and the scores computed from their sums.
+
+A tree never looks at a sample's target directly while it searches for splits: it sums
+*statistic channels* per (feature, bin) and scores candidate children from those sums.
+Channel 0 always counts samples (so ``min_samples_leaf`` is counted in samples, as in
+CART); the others depend on the task:
+
+=======================  ====================================================
+criterion                channels after the count
+=======================  ====================================================
+gini, entropy,           ``w * [y == k]`` for each class k (weighted class
+misclassification        counts; their sum is the node weight)
+squared_error,           ``w``, ``w * y``, ``w * y**2``
+friedman_mse,
+absolute_error
+poisson                  ``w``, ``w * y``, ``w * y * log(y)``
+=======================  ====================================================
+
+Impurities follow Breiman et al. (1984, ch. 4) and scikit-learn's definitions, so that
+impurities, improvements and feature importances can be compared number for number:
+
+- gini ``1 - sum_k p_k**2``; entropy ``-sum_k p_k log2 p_k``; misclassification
+  ``1 - max_k p_k`` (the 0-1 loss of the lectures);
+- squared_error: the weighted variance; friedman_mse: the same impurity, but a split's
+  improvement is Friedman's (2001, eq. 35) ``w_l w_r (mean_l - mean_r)**2 / w``;
+- poisson: half the mean Poisson deviance ``sum w (y log(y / mean) - y + mean) / sum w``;
+- absolute_error: the mean absolute deviation from the weighted median. It cannot be read
+  off channel sums; :mod:`silva.engine.splitting` computes it from order statistics and
+  uses the channels only for totals.
+
+A split's *improvement* is scikit-learn's weighted impurity decrease
+``w / W * (i - w_l / w * i_l - w_r / w * i_r)`` (``W`` the root weight), the quantity
+that ``min_impurity_decrease`` bounds. Adding a criterion means adding a code here and
+its branches in :func:`impurity` and :func:`leaf_value`; the grower does not change.
+"""
+
+import numba as nb
+import numpy as np
+
+GINI = 0
+ENTROPY = 1
+MISCLASSIFICATION = 2
+SQUARED_ERROR = 10
+FRIEDMAN_MSE = 11
+ABSOLUTE_ERROR = 12
+POISSON = 13
+
+CLASSIFICATION_CRITERIA = {
+    "gini": GINI,
+    "entropy": ENTROPY,
+    "log_loss": ENTROPY,
+    "misclassification": MISCLASSIFICATION,
+}
+REGRESSION_CRITERIA = {
+    "squared_error": SQUARED_ERROR,
+    "friedman_mse": FRIEDMAN_MSE,
+    "absolute_error": ABSOLUTE_ERROR,
+    "poisson": POISSON,
+}
+
+# Below this, a node is pure, and a Poisson child's mean counts as zero (scikit-learn's
+# EPSILON, so that the two libraries stop at the same nodes).
+EPSILON = np.finfo(np.float64).eps
+_LOG_2 = np.log(2.0)
+
+
+def is_classification(criterion):
+    return criterion < SQUARED_ERROR
+
+
+def n_channels(criterion, n_classes):
+    """Number of statistic channels, the count channel included."""
+    return 1 + n_classes if is_classification(criterion) else 4
+
+
+def build_statistics(criterion, y, sample_weight, n_classes):
+    """The (n_samples, n_channels) statistic matrix of the table above.
+
+    ``y`` holds class indices 0..n_classes-1 for classification, real targets otherwise;
+    ``sample_weight`` is already multiplied by any class weight.
+    """
+    n_samples = y.shape[0]
+    stats = np.zeros((n_samples, n_channels(criterion, n_classes)))
+    stats[:, 0] = 1.0
+    if is_classification(criterion):
+        stats[np.arange(n_samples), 1 + y.astype(np.intp)] = sample_weight
+        return stats
+    stats[:, 1] = sample_weight
+    stats[:, 2] = sample_weight * y
+    if criterion == POISSON:
+        positive = y > 0
+        stats[positive, 3] = sample_weight[positive] * y[positive] * np.log(y[positive])
+    else:
+        stats[:, 3] = sample_weight * y * y
+    return stats
+
+
+@nb.njit(cache=True, inline="always")
+def node_weight(criterion, sums):
+    """Total sample weight of a node from its channel sums."""
+    if criterion < SQUARED_ERROR:
+        total = 0.0
+        for k in range(1, sums.shape[0]):
+            total += sums[k]
+        return total
+    return sums[1]
+
+
+@nb.njit(cache=True)
+def impurity(criterion, sums):
+    """Impurity of a node from its channel sums (absolute_error: see module docstring)."""
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0:
+        return 0.0
+    if criterion == GINI:
+        squares = 0.0
+        for k in range(1, sums.shape[0]):
+            p = sums[k] / weight
+            squares += p * p
+        return 1.0 - squares
+    if criterion == ENTROPY:
+        entropy = 0.0
+        for k in range(1, sums.shape[0]):
+            if sums[k] > 0.0:
+                p = sums[k] / weight
+                entropy -= p * np.log(p)
+        return entropy / _LOG_2
+    if criterion == MISCLASSIFICATION:
+        largest = 0.0
+        for k in range(1, sums.shape[0]):
+            largest = max(largest, sums[k])
+        return 1.0 - largest / weight
+    if criterion == POISSON:
+        if sums[2] <= EPSILON:
+            return 0.0
+        return (sums[3] - sums[2] * np.log(sums[2] / weight)) / weight
+    # squared_error, friedman_mse (and absolute_error's fallback): weighted variance.
+    mean = sums[2] / weight
+    return max(sums[3] / weight - mean * mean, 0.0)
+
+
+@nb.njit(cache=True)
+def improvement(criterion, parent, left, right, parent_impurity, root_weight):
+    """Weighted impurity decrease of splitting ``parent`` into ``left`` and ``right``.
+
+    Returns ``(improvement, left_impurity, right_impurity)``; ``-inf`` marks a split the
+    criterion forbids (a Poisson child whose mean is zero).
+    """
+    weight = node_weight(criterion, parent)
+    left_weight = node_weight(criterion, left)
+    right_weight = node_weight(criterion, right)
+    if criterion == POISSON and (left[2] <= EPSILON or right[2] <= EPSILON):
+        return -np.inf, 0.0, 0.0
+    left_impurity = impurity(criterion, left)
+    right_impurity = impurity(criterion, right)
+    if criterion == FRIEDMAN_MSE:
+        diff = right_weight * left[2] - left_weight * right[2]
+        return diff * diff / (left_weight * right_weight * weight), left_impurity, right_impurity
+    decrease = (
+        parent_impurity
+        - left_weight / weight * left_impurity
+        - right_weight / weight * right_impurity
+    )
+    return weight / root_weight * decrease, left_impurity, right_impurity
+
+
+@nb.njit(cache=True)
+def leaf_value(criterion, sums, out):
+    """Write a leaf's prediction: class fractions, or the weighted mean of y."""
+    weight = node_weight(criterion, sums)
+    if criterion < SQUARED_ERROR:
+        for k in range(out.shape[0]):
+            out[k] = sums[k + 1] / weight if weight > 0.0 else 0.0
+    else:
+        out[0] = sums[2] / weight if weight > 0.0 else 0.0
+
+
+@nb.njit(cache=True)
+def category_score(criterion, sums, target_class):
+    """Score that orders categories before a categorical split is scanned.
+
+    Sorting categories by the proportion of one class (binary classification) or by the
+    mean target (regression) and scanning the sorted order finds the optimal partition
+    (Breiman et al. 1984, thm. 4.5; Fisher 1958). For more than two classes silva scans
+    one ordering per class (``target_class``), one-vs-rest, and keeps the best.
+    """
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0:
+        return 0.0
+    if criterion < SQUARED_ERROR:
+        return sums[1 + target_class] / weight
+    return sums[2] / weight

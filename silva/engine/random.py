@@ -1,0 +1,43 @@
+"""A tiny explicit-state RNG for compiled code.
+
+numba's ``np.random`` keeps one hidden state per thread, so a result would depend on which
+thread drew a number. silva instead threads an explicit ``uint64`` state through every
+kernel that draws, and derives independent sub-streams (one per feature, per tree) from it
+on the main thread. The generator is SplitMix64 (Steele, Lea & Flood 2014): one 64-bit
+word of state, full period 2**64, and good enough statistical quality for choosing
+features and thresholds.
+"""
+
+import numba as nb
+import numpy as np
+
+_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX_2 = np.uint64(0x94D049BB133111EB)
+
+
+@nb.njit(cache=True, inline="always")
+def next_uint64(state):
+    """Advance ``state`` (a length-1 uint64 array) and return the next 64-bit draw."""
+    state[0] += _GOLDEN_GAMMA
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * _MIX_1
+    z = (z ^ (z >> np.uint64(27))) * _MIX_2
+    return z ^ (z >> np.uint64(31))
+
+
+@nb.njit(cache=True, inline="always")
+def uniform(state):
+    """A float64 drawn uniformly from [0, 1), from the top 53 bits of a draw."""
+    return np.float64(next_uint64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@nb.njit(cache=True, inline="always")
+def randint(state, high):
+    """An integer drawn uniformly from [0, high); ``high`` must be positive."""
+    return np.int64(uniform(state) * high)
+
+
+def seed_from_random_state(random_state):
+    """A uint64 seed drawn from a numpy ``RandomState`` (the scikit-learn convention)."""
+    return np.uint64(random_state.randint(0, 2**63 - 1, dtype=np.int64))

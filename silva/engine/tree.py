@@ -1,0 +1,198 @@
+"""The Tree: one flat-array representation for every tree silva grows.
+
+Node ``i`` of a :class:`Tree` is described by the ``i``-th entry of each array, with
+scikit-learn's names and conventions so that code written for ``sklearn.tree`` reads
+silva's trees too:
+
+- ``children_left``, ``children_right``: child node ids, ``-1`` at leaves;
+- ``feature``: the split feature, ``-2`` at leaves;
+- ``threshold``: a sample goes left when ``x <= threshold`` (``-2`` at leaves and at
+  categorical splits);
+- ``missing_go_to_left``: where a missing value (NaN) goes;
+- ``is_categorical`` and ``category_bitsets``: a categorical split sends left the
+  category codes whose bit is set; codes the node never saw in training (unseen
+  categories, negative or non-integer codes) follow the missing values;
+- ``value``: ``(node_count, 1, n_values)``, class fractions for classifiers and the
+  mean (or median) target for regressors;
+- ``impurity``, ``n_node_samples``, ``weighted_n_node_samples``.
+
+Thresholds are real values, so prediction reads raw X; the kernels below are compiled
+and parallel over rows.
+"""
+
+import numba as nb
+import numpy as np
+import scipy.sparse
+
+from silva.engine import grower as g
+
+
+@nb.njit(cache=True, inline="always")
+def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
+    if np.isnan(x):
+        return missing_go_left[node] != 0
+    if is_categorical[node]:
+        n_codes = bitsets.shape[1] * 64
+        if x < 0 or x >= n_codes or x != np.floor(x):
+            return missing_go_left[node] != 0
+        code = np.int64(x)
+        word = bitsets[node, code >> 6]
+        return (word >> np.uint64(code & 63)) & np.uint64(1) != 0
+    return x <= threshold[node]
+
+
+@nb.njit(cache=True, parallel=True)
+def apply_tree(X, children_left, children_right, feature, threshold, missing_go_left,
+               is_categorical, bitsets):
+    """Leaf id reached by each row of X."""
+    n_rows = X.shape[0]
+    leaves = np.empty(n_rows, dtype=np.int64)
+    for i in nb.prange(n_rows):
+        node = 0
+        while children_left[node] != -1:
+            if _goes_left(X[i, feature[node]], node, threshold, missing_go_left,
+                          is_categorical, bitsets):
+                node = children_left[node]
+            else:
+                node = children_right[node]
+        leaves[i] = node
+    return leaves
+
+
+@nb.njit(cache=True)
+def _decision_paths(X, children_left, children_right, feature, threshold, missing_go_left,
+                    is_categorical, bitsets, max_depth):
+    n_rows = X.shape[0]
+    indptr = np.zeros(n_rows + 1, dtype=np.int64)
+    indices = np.empty(n_rows * (max_depth + 1), dtype=np.int64)
+    position = 0
+    for i in range(n_rows):
+        node = 0
+        indices[position] = 0
+        position += 1
+        while children_left[node] != -1:
+            if _goes_left(X[i, feature[node]], node, threshold, missing_go_left,
+                          is_categorical, bitsets):
+                node = children_left[node]
+            else:
+                node = children_right[node]
+            indices[position] = node
+            position += 1
+        indptr[i + 1] = position
+    return indptr, indices[:position]
+
+
+@nb.njit(cache=True)
+def _node_depths(children_left, children_right):
+    depth = np.zeros(children_left.shape[0], dtype=np.int64)
+    # Children are always created after their parent, so ids increase down the tree.
+    for node in range(children_left.shape[0]):
+        if children_left[node] != -1:
+            depth[children_left[node]] = depth[node] + 1
+            depth[children_right[node]] = depth[node] + 1
+    return depth
+
+
+class Tree:
+    """A fitted tree's flat arrays (see the module docstring) and its prediction kernels."""
+
+    def __init__(self, n_features, n_classes, children_left, children_right, feature,
+                 threshold, missing_go_to_left, is_categorical, category_bitsets, value,
+                 impurity, n_node_samples, weighted_n_node_samples):
+        self.n_features = int(n_features)
+        self.n_classes = np.atleast_1d(np.asarray(n_classes, dtype=np.intp))
+        self.n_outputs = 1
+        self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
+        self.children_right = np.ascontiguousarray(children_right, dtype=np.intp)
+        self.feature = np.ascontiguousarray(feature, dtype=np.intp)
+        self.threshold = np.ascontiguousarray(threshold, dtype=np.float64)
+        self.missing_go_to_left = np.ascontiguousarray(missing_go_to_left, dtype=np.uint8)
+        self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.bool_)
+        self.category_bitsets = np.ascontiguousarray(category_bitsets, dtype=np.uint64)
+        value = np.asarray(value, dtype=np.float64)
+        self.value = np.ascontiguousarray(value.reshape(value.shape[0], 1, -1))
+        self.impurity = np.ascontiguousarray(impurity, dtype=np.float64)
+        self.n_node_samples = np.ascontiguousarray(n_node_samples, dtype=np.intp)
+        self.weighted_n_node_samples = np.ascontiguousarray(weighted_n_node_samples,
+                                                            dtype=np.float64)
+        self.node_depth = _node_depths(self.children_left, self.children_right)
+
+    @classmethod
+    def from_grower(cls, table, values, bitsets, n_features, n_classes):
+        """Wrap the node table returned by :func:`silva.engine.grower.grow_tree`."""
+        return cls(
+            n_features, n_classes,
+            children_left=table[:, g.LEFT].astype(np.intp),
+            children_right=table[:, g.RIGHT].astype(np.intp),
+            feature=table[:, g.FEATURE].astype(np.intp),
+            threshold=table[:, g.THRESHOLD],
+            missing_go_to_left=table[:, g.MISSING_LEFT].astype(np.uint8),
+            is_categorical=table[:, g.IS_CATEGORICAL] != 0,
+            category_bitsets=bitsets,
+            value=values,
+            impurity=table[:, g.IMPURITY],
+            n_node_samples=np.rint(table[:, g.N_SAMPLES]).astype(np.intp),
+            weighted_n_node_samples=table[:, g.WEIGHTED_N],
+        )
+
+    @property
+    def node_count(self):
+        return self.children_left.shape[0]
+
+    @property
+    def capacity(self):
+        return self.node_count
+
+    @property
+    def n_leaves(self):
+        return int(np.sum(self.children_left == -1))
+
+    @property
+    def max_depth(self):
+        return int(self.node_depth.max()) if self.node_count else 0
+
+    def categories_left(self, node):
+        """Category codes that a categorical split sends left (codes the node saw)."""
+        if not self.is_categorical[node]:
+            raise ValueError(f"node {node} is not a categorical split")
+        bits = np.unpackbits(self.category_bitsets[node].view(np.uint8), bitorder="little")
+        return np.flatnonzero(bits)
+
+    def _kernel_arrays(self):
+        return (self.children_left, self.children_right, self.feature, self.threshold,
+                self.missing_go_to_left, self.is_categorical, self.category_bitsets)
+
+    def apply(self, X):
+        """Leaf id of each row of X (float64, validated)."""
+        return apply_tree(X, *self._kernel_arrays())
+
+    def predict(self, X):
+        """The ``value`` of each row's leaf, shape (n_rows, 1, n_values)."""
+        return self.value[self.apply(X)]
+
+    def decision_path(self, X):
+        """CSR indicator matrix (n_rows, node_count): the nodes each row passes through."""
+        indptr, indices = _decision_paths(X, *self._kernel_arrays(), self.max_depth)
+        data = np.ones(indices.shape[0], dtype=np.intp)
+        return scipy.sparse.csr_matrix((data, indices, indptr),
+                                       shape=(X.shape[0], self.node_count))
+
+    def compute_feature_importances(self, normalize=True):
+        """Mean decrease in impurity per feature (Breiman et al. 1984, sec. 5.3.4).
+
+        Each split adds ``w_t i_t - w_l i_l - w_r i_r`` (weighted node impurities) to its
+        feature; the totals are divided by the root weight and, if ``normalize``, scaled
+        to sum to one.
+        """
+        importances = np.zeros(self.n_features)
+        internal = np.flatnonzero(self.children_left != -1)
+        weighted = self.weighted_n_node_samples * self.impurity
+        decrease = (weighted[internal] - weighted[self.children_left[internal]]
+                    - weighted[self.children_right[internal]])
+        np.add.at(importances, self.feature[internal], decrease)
+        importances /= self.weighted_n_node_samples[0]
+        if normalize:
+            total = importances.sum()
+            if total > 0.0:
+                importances /= total
+        return importances
