@@ -31,7 +31,7 @@ from silva.engine.tree import Tree
 # Nodes below this many samples search splits by sorting instead of a dense histogram,
 # and parallel regions start only above this many (samples x features) of work; both
 # chosen with benchmarks/bench_tree.py on 2 cores.
-HISTOGRAM_MIN_SAMPLES = 64
+HISTOGRAM_MIN_SAMPLES = 256
 PARALLEL_MIN_WORK = 200_000
 _UNLIMITED_DEPTH = 2**31 - 1
 
@@ -127,16 +127,21 @@ class BaseDecisionTree(BaseEstimator):
         n_words = max(1, (int(n_categories) + 63) // 64)
         sample_indices = np.arange(n_samples, dtype=np.int32)
         n_values = n_classes if criteria.is_classification(criterion_code) else 1
+        # absolute_error searches splits from order statistics: no histogram is read.
+        histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
+                                 else HISTOGRAM_MIN_SAMPLES)
 
         table, values, bitsets = grow_tree(
-            bin_codes, stats, sample_indices, binner.n_value_bins_,
+            bin_codes, stats, np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
+            binner.n_value_bins_,
             self.is_categorical_.astype(np.uint8), binner.missing_bin_,
             binner.bin_thresholds_, binner.bin_lower_, binner.bin_upper_,
-            criterion_code, n_classes, n_values,
+            criterion_code, criteria.proxy_improvement_for(criterion_code), n_classes,
+            n_values,
             rules["max_depth"], rules["min_samples_split"], rules["min_samples_leaf"],
             rules["min_weight_leaf"], rules["max_leaf_nodes"],
             float(self.min_impurity_decrease), self.max_features_,
-            self.splitter == "random", seed, HISTOGRAM_MIN_SAMPLES, PARALLEL_MIN_WORK,
+            self.splitter == "random", seed, histogram_min_samples, PARALLEL_MIN_WORK,
             n_words,
         )
         values += value_offset

@@ -27,9 +27,10 @@ import heapq
 import numba as nb
 import numpy as np
 
-from silva.engine.criteria import EPSILON, impurity, leaf_value, node_weight
+from silva.engine.absolute_error import node_median_and_impurity
+from silva.engine.criteria import ABSOLUTE_ERROR, EPSILON, impurity, leaf_value, node_weight
 from silva.engine.histogram import build_histogram, subtract_histogram
-from silva.engine.splitting import find_node_split
+from silva.engine.splitting import find_node_split, make_split_scratch
 
 # Columns of the node table (float64, one row per node).
 LEFT = 0
@@ -86,8 +87,8 @@ def _take_slot(pool, free_slots):
 
 @nb.njit(cache=True)
 def grow_tree(
-    bin_codes, stats, sample_indices, n_value_bins, is_categorical, missing_bin,
-    bin_thresholds, bin_lower, bin_upper, criterion, n_classes, n_values,
+    bin_codes, stats, y, weight, sample_indices, n_value_bins, is_categorical, missing_bin,
+    bin_thresholds, bin_lower, bin_upper, criterion, proxy, n_classes, n_values,
     max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
     min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
     parallel_min_work, n_words,
@@ -95,7 +96,9 @@ def grow_tree(
     """Grow one tree on ``sample_indices`` (reordered in place) and return its arrays.
 
     Parameters are the binned data (:mod:`silva.engine.binning`), the statistic channels
-    (:mod:`silva.engine.criteria`) and the stopping rules; ``max_leaf_nodes <= 0`` means
+    (with the raw targets ``y`` and ``weight``, which only absolute_error reads)
+    and the criterion with its proxy-improvement function (:mod:`silva.engine.criteria`),
+    and the stopping rules; ``max_leaf_nodes <= 0`` means
     unlimited (depth-first). Returns ``(table, values, bitsets)`` trimmed to the node
     count: the node table (columns above), the leaf values ``(n_nodes, n_values)`` and
     the left category bitsets ``(n_nodes, n_words)``.
@@ -117,11 +120,7 @@ def grow_tree(
     free_slots = [3, 2, 1, 0]
     smaller_hist = np.empty((n_features, n_bins, n_channels))
 
-    feature_order = np.empty(n_features, dtype=np.int64)
-    scratch_bins = np.empty(n_bins, dtype=np.int64)
-    scratch_sums = np.empty((n_bins + 1, n_channels))
-    scratch_codes = np.empty(n_total, dtype=np.int64)
-    scratch_scores = np.empty(n_bins + 1)
+    scratch = make_split_scratch(n_total, n_features, n_bins, n_channels, n_words)
     right_buffer = np.empty(n_total, dtype=sample_indices.dtype)
     split_bitset = np.empty(n_words, dtype=np.uint64)
 
@@ -176,9 +175,13 @@ def grow_tree(
             end = pending_end[p]
             sums = node_sums[node]
             sums[:] = pending_sums[p]
-            node_impurity = impurity(criterion, sums)
-            weight = node_weight(criterion, sums)
-            leaf_value(criterion, sums, values[node])
+            if criterion == ABSOLUTE_ERROR:
+                values[node, 0], node_impurity = node_median_and_impurity(
+                    y, weight, sample_indices, start, end)
+            else:
+                node_impurity = impurity(criterion, sums)
+                leaf_value(criterion, sums, values[node])
+            node_total_weight = node_weight(criterion, sums)
             row = table[node]
             row[LEFT] = LEAF
             row[RIGHT] = LEAF
@@ -188,7 +191,7 @@ def grow_tree(
             row[IS_CATEGORICAL] = 0.0
             row[IMPURITY] = node_impurity
             row[N_SAMPLES] = sums[0]
-            row[WEIGHTED_N] = weight
+            row[WEIGHTED_N] = node_total_weight
             row[DEPTH] = pending_depth
             row[START] = start
             row[END] = end
@@ -200,7 +203,7 @@ def grow_tree(
                 pending_depth >= max_depth
                 or sums[0] < min_samples_split
                 or sums[0] < 2 * min_samples_leaf
-                or weight < 2 * min_weight_leaf
+                or node_total_weight < 2 * min_weight_leaf
                 or node_impurity <= EPSILON
             )
             if splittable:
@@ -208,12 +211,12 @@ def grow_tree(
                 use_histogram = slot >= 0
                 hist = pool[slot] if use_histogram else smaller_hist
                 gain, feature, last_left_bin, missing_left = find_node_split(
-                    criterion, hist, use_histogram, n_node * n_features >= parallel_min_work,
-                    bin_codes, stats, sample_indices, start, end, sums, node_impurity,
+                    criterion, proxy, hist, use_histogram, n_node * n_features >= parallel_min_work,
+                    bin_codes, stats, y, weight, sample_indices, start, end, sums,
+                    node_impurity,
                     root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
                     bin_upper, min_samples_leaf, min_weight_leaf, max_features, use_random,
-                    rng_state, n_classes, feature_order, scratch_bins, scratch_sums,
-                    scratch_codes, scratch_scores, split_bitset,
+                    rng_state, n_classes, scratch, split_bitset,
                 )
                 if feature >= 0 and gain + EPSILON >= min_impurity_decrease:
                     row[GAIN] = gain
