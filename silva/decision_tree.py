@@ -145,7 +145,8 @@ class BaseDecisionTree(BaseEstimator):
             n_words,
         )
         values += value_offset
-        tree = Tree.from_grower(table, values, bitsets, n_features, n_classes)
+        n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
+        tree = Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
         if self.ccp_alpha > 0.0:
             tree = prune_tree(tree, self.ccp_alpha)
         self.tree_ = tree

@@ -116,4 +116,5 @@ def prune_tree(tree, ccp_alpha):
         impurity=tree.impurity[old_ids],
         n_node_samples=tree.n_node_samples[old_ids],
         weighted_n_node_samples=tree.weighted_n_node_samples[old_ids],
+        n_categories=tree.n_categories,
     )

@@ -98,8 +98,12 @@ class Tree:
 
     def __init__(self, n_features, n_classes, children_left, children_right, feature,
                  threshold, missing_go_to_left, is_categorical, category_bitsets, value,
-                 impurity, n_node_samples, weighted_n_node_samples):
+                 impurity, n_node_samples, weighted_n_node_samples, n_categories=None):
         self.n_features = int(n_features)
+        # Number of category codes per feature (0 for numeric features), which bounds
+        # the codes ``categories_left`` reports.
+        self.n_categories = (np.zeros(self.n_features, dtype=np.intp) if n_categories is None
+                             else np.asarray(n_categories, dtype=np.intp))
         self.n_classes = np.atleast_1d(np.asarray(n_classes, dtype=np.intp))
         self.n_outputs = 1
         self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
@@ -118,7 +122,7 @@ class Tree:
         self.node_depth = _node_depths(self.children_left, self.children_right)
 
     @classmethod
-    def from_grower(cls, table, values, bitsets, n_features, n_classes):
+    def from_grower(cls, table, values, bitsets, n_features, n_classes, n_categories=None):
         """Wrap the node table returned by :func:`silva.engine.grower.grow_tree`."""
         return cls(
             n_features, n_classes,
@@ -133,6 +137,7 @@ class Tree:
             impurity=table[:, g.IMPURITY],
             n_node_samples=np.rint(table[:, g.N_SAMPLES]).astype(np.intp),
             weighted_n_node_samples=table[:, g.WEIGHTED_N],
+            n_categories=n_categories,
         )
 
     @property
@@ -152,11 +157,16 @@ class Tree:
         return int(self.node_depth.max()) if self.node_count else 0
 
     def categories_left(self, node):
-        """Category codes that a categorical split sends left (codes the node saw)."""
+        """Category codes, among those seen at fit, that a categorical split sends left.
+
+        Codes the node itself never saw are included when missing values go left, since
+        they follow the missing values.
+        """
         if not self.is_categorical[node]:
             raise ValueError(f"node {node} is not a categorical split")
         bits = np.unpackbits(self.category_bitsets[node].view(np.uint8), bitorder="little")
-        return np.flatnonzero(bits)
+        codes = np.flatnonzero(bits)
+        return codes[codes < self.n_categories[self.feature[node]]]
 
     def _kernel_arrays(self):
         return (self.children_left, self.children_right, self.feature, self.threshold,
