@@ -88,7 +88,7 @@ def _take_slot(pool, free_slots):
 @nb.njit(cache=True)
 def grow_tree(
     bin_codes, stats, y, weight, sample_indices, n_value_bins, is_categorical, missing_bin,
-    bin_thresholds, bin_lower, bin_upper, criterion, proxy, n_classes, n_values,
+    bin_thresholds, bin_lower, bin_upper, criterion, n_classes, n_values,
     max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
     min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
     parallel_min_work, n_words,
@@ -97,7 +97,7 @@ def grow_tree(
 
     Parameters are the binned data (:mod:`silva.engine.binning`), the statistic channels
     (with the raw targets ``y`` and ``weight``, which only absolute_error reads)
-    and the criterion with its proxy-improvement function (:mod:`silva.engine.criteria`),
+    and the criterion (:mod:`silva.engine.criteria`),
     and the stopping rules; ``max_leaf_nodes <= 0`` means
     unlimited (depth-first). Returns ``(table, values, bitsets)`` trimmed to the node
     count: the node table (columns above), the leaf values ``(n_nodes, n_values)`` and
@@ -211,7 +211,7 @@ def grow_tree(
                 use_histogram = slot >= 0
                 hist = pool[slot] if use_histogram else smaller_hist
                 gain, feature, last_left_bin, missing_left = find_node_split(
-                    criterion, proxy, hist, use_histogram, n_node * n_features >= parallel_min_work,
+                    criterion, hist, use_histogram, n_node * n_features >= parallel_min_work,
                     bin_codes, stats, y, weight, sample_indices, start, end, sums,
                     node_impurity,
                     root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
