@@ -81,6 +81,19 @@ class BaseDecisionTree(BaseEstimator):
             X = self._encoder.transform(X)
         return _input.validate_X(self, X, reset=False)
 
+    def _prepare_X_y(self, X, y):
+        """Validated X (see :meth:`_prepare_X`) and a one-dimensional y of the same length."""
+        X = self._prepare_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
+                             "Multi-output trees are not supported yet.")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        return X, y
+
     def _check_params(self, n_samples, total_weight):
         max_depth = _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
         min_samples_split = _input.check_count_or_fraction(
@@ -282,15 +295,7 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
             raise ValueError(f"criterion must be one of "
                              f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
                              f"{self.criterion!r}.")
-        X = self._prepare_X(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
-                             "Multi-output trees are not supported yet.")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        X, y = self._prepare_X_y(X, y)
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity; every sample needs a class label.")
         check_classification_targets(y)
@@ -366,15 +371,7 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
         if criterion_code is None:
             raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
                              f"; got {self.criterion!r}.")
-        X = self._prepare_X(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
-                             "Multi-output trees are not supported yet.")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        X, y = self._prepare_X_y(X, y)
         try:
             y = y.astype(np.float64)
         except (TypeError, ValueError) as error:

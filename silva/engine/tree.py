@@ -41,6 +41,15 @@ def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
     return x <= threshold[node]
 
 
+@nb.njit(cache=True, inline="always")
+def _child(x_row, node, children_left, children_right, feature, threshold, missing_go_left,
+           is_categorical, bitsets):
+    if _goes_left(x_row[feature[node]], node, threshold, missing_go_left, is_categorical,
+                  bitsets):
+        return children_left[node]
+    return children_right[node]
+
+
 @nb.njit(cache=True, parallel=True)
 def apply_tree(X, children_left, children_right, feature, threshold, missing_go_left,
                is_categorical, bitsets):
@@ -50,11 +59,8 @@ def apply_tree(X, children_left, children_right, feature, threshold, missing_go_
     for i in nb.prange(n_rows):
         node = 0
         while children_left[node] != -1:
-            if _goes_left(X[i, feature[node]], node, threshold, missing_go_left,
-                          is_categorical, bitsets):
-                node = children_left[node]
-            else:
-                node = children_right[node]
+            node = _child(X[i], node, children_left, children_right, feature, threshold,
+                          missing_go_left, is_categorical, bitsets)
         leaves[i] = node
     return leaves
 
@@ -71,11 +77,8 @@ def _decision_paths(X, children_left, children_right, feature, threshold, missin
         indices[position] = 0
         position += 1
         while children_left[node] != -1:
-            if _goes_left(X[i, feature[node]], node, threshold, missing_go_left,
-                          is_categorical, bitsets):
-                node = children_left[node]
-            else:
-                node = children_right[node]
+            node = _child(X[i], node, children_left, children_right, feature, threshold,
+                          missing_go_left, is_categorical, bitsets)
             indices[position] = node
             position += 1
         indptr[i + 1] = position
