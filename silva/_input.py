@@ -74,7 +74,7 @@ def resolve_categorical_features(categorical_features, X, n_features, feature_na
         names = list(feature_names)
         for name in values.ravel():
             if name not in names:
-                raise ValueError(f"categorical_features names {name!r}, which is not a "
+                raise ValueError(f"categorical_features names {str(name)!r}, which is not a "
                                  f"column of X.")
             mask[names.index(name)] = True
         return mask
@@ -109,7 +109,8 @@ class CategoryEncoder:
             return X
         encoded = X.copy()
         for j, categories in self.categories_.items():
-            codes = pd.Categorical(X.iloc[:, j], categories=categories).codes
+            # -1 for missing values and for values not among the fit categories.
+            codes = pd.Index(categories).get_indexer(np.asarray(X.iloc[:, j], dtype=object))
             encoded[encoded.columns[j]] = np.where(codes < 0, np.nan, codes).astype(float)
         return encoded
 

@@ -14,8 +14,11 @@ Missing values (NaN) are supported at fit and predict: each split learns where t
 a split that saw none sends them to the child with more samples.
 """
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import DataConversionWarning
 from sklearn.utils import check_random_state, compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -83,9 +86,14 @@ class BaseDecisionTree(BaseEstimator):
 
     def _prepare_X_y(self, X, y):
         """Validated X (see :meth:`_prepare_X`) and a one-dimensional y of the same length."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                             "y is None.")
         X = self._prepare_X(X, reset=True)
         y = np.asarray(y)
         if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                          "used as y.ravel().", DataConversionWarning, stacklevel=3)
             y = y.ravel()
         if y.ndim != 1:
             raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
@@ -127,6 +135,12 @@ class BaseDecisionTree(BaseEstimator):
         """Bin X, grow the tree and store ``tree_``; y is encoded, weights final."""
         n_samples, n_features = X.shape
         rules = self._check_params(n_samples, sample_weight.sum())
+        # Samples of zero weight take no part, not even in placing thresholds, so that a
+        # zero weight is the same as leaving the sample out (as in scikit-learn).
+        positive = sample_weight > 0
+        if not positive.all():
+            X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
+            n_samples = X.shape[0]
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
@@ -148,7 +162,7 @@ class BaseDecisionTree(BaseEstimator):
             bin_codes, stats, np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
             binner.n_value_bins_,
             self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-            binner.bin_thresholds_, binner.bin_lower_, binner.bin_upper_,
+            binner.bin_lower_, binner.bin_upper_,
             criterion_code, n_classes, n_values,
             rules["max_depth"], rules["min_samples_split"], rules["min_samples_leaf"],
             rules["min_weight_leaf"], rules["max_leaf_nodes"],
@@ -171,11 +185,13 @@ class BaseDecisionTree(BaseEstimator):
 
     def apply(self, X):
         """Index of the leaf each sample ends up in."""
-        return self.tree_.apply(self._validated_X(X))
+        X = self._validated_X(X)
+        return self.tree_.apply(X)
 
     def decision_path(self, X):
         """Sparse (n_samples, node_count) indicator of the nodes each sample visits."""
-        return self.tree_.decision_path(self._validated_X(X))
+        X = self._validated_X(X)
+        return self.tree_.decision_path(X)
 
     def get_depth(self):
         """Depth of the tree: the largest number of edges from the root to a leaf."""
@@ -309,7 +325,8 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
 
     def predict_proba(self, X):
         """Class probabilities: the weighted class fractions of each sample's leaf."""
-        return self.tree_.predict(self._validated_X(X))[:, 0, :].copy()
+        X = self._validated_X(X)
+        return self.tree_.predict(X)[:, 0, :].copy()
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
@@ -318,7 +335,8 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
 
     def predict(self, X):
         """Most probable class of each sample (the first of equals)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        probabilities = self.predict_proba(X)
+        return self.classes_[np.argmax(probabilities, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -395,4 +413,5 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
 
     def predict(self, X):
         """Mean (or median) target of each sample's leaf."""
-        return self.tree_.predict(self._validated_X(X))[:, 0, 0].copy()
+        X = self._validated_X(X)
+        return self.tree_.predict(X)[:, 0, 0].copy()

@@ -5,15 +5,15 @@ and splits are chosen between them. A fitted :class:`Binner` holds, per feature,
 
 - ``n_value_bins_[f]``: how many bins hold non-missing values;
 - ``bin_thresholds_[f, b]``: the real value separating bin ``b`` from bin ``b + 1``; a raw
-  value ``x`` lies in the first bin whose threshold is ``>= x``, so a split "bins <= b go
-  left" is the real-valued test ``x <= bin_thresholds_[f, b]`` and a fitted tree predicts
-  from raw X without the binner;
+  value ``x`` lies in the first bin whose threshold is ``>= x``;
 - ``bin_lower_[f, b]`` and ``bin_upper_[f, b]``: the smallest and largest training value in
-  the bin (extra trees draw their random thresholds between these).
+  the bin. A split's real threshold is the midpoint between the largest value going left
+  and the smallest going right *in the node* (CART's rule), so a fitted tree predicts
+  from raw X without the binner; extra trees draw their random thresholds in this range.
 
 Numeric features with at most ``max_bins`` distinct values are binned *exactly*: one bin
-per distinct value, thresholds at the midpoints between consecutive values, which is where
-CART (Breiman et al. 1984) and scikit-learn put theirs. Features with more distinct values
+per distinct value, so splits fall exactly where CART (Breiman et al. 1984) and
+scikit-learn put theirs. Features with more distinct values
 get at most ``max_bins`` quantile bins. Categorical features must hold category codes,
 integers in ``[0, max_bins)``; the code is the bin. Missing values (NaN) of every feature
 share one extra bin, ``missing_bin_``, the largest code in use.
@@ -29,7 +29,8 @@ ALL_VALUE_BINS = 1 << 30
 
 
 @nb.njit(cache=True)
-def _midpoint(low, high):
+def midpoint(low, high):
+    """A threshold between two values that sends ``low`` left and ``high`` right."""
     # Halving before adding cannot overflow; if rounding lands on ``high`` (adjacent
     # floats), the threshold falls back to ``low`` so that ``low`` still goes left.
     mid = low / 2.0 + high / 2.0
@@ -74,7 +75,7 @@ def _fit_numeric_bins(sorted_columns, numeric_features, max_bins, thresholds, lo
                 lower[f, b] = distinct[b]
                 upper[f, b] = distinct[b]
                 if b + 1 < n_distinct:
-                    thresholds[f, b] = _midpoint(distinct[b], distinct[b + 1])
+                    thresholds[f, b] = midpoint(distinct[b], distinct[b + 1])
             continue
         # Quantile bins: close a bin at the distinct value where the running count first
         # reaches the next quantile target, so heavy values are never split across bins.
@@ -86,7 +87,7 @@ def _fit_numeric_bins(sorted_columns, numeric_features, max_bins, thresholds, lo
             target = (b + 1) * n_present / max_bins
             if running >= target and d + 1 < n_distinct and b + 1 < max_bins:
                 upper[f, b] = distinct[d]
-                thresholds[f, b] = _midpoint(distinct[d], distinct[d + 1])
+                thresholds[f, b] = midpoint(distinct[d], distinct[d + 1])
                 b += 1
                 lower[f, b] = distinct[d + 1]
         upper[f, b] = distinct[n_distinct - 1]

@@ -28,6 +28,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.absolute_error import node_median_and_impurity
+from silva.engine.binning import midpoint
 from silva.engine.criteria import ABSOLUTE_ERROR, EPSILON, impurity, leaf_value, node_weight
 from silva.engine.histogram import build_histogram, subtract_histogram
 from silva.engine.splitting import find_node_split, make_split_scratch
@@ -88,7 +89,7 @@ def _take_slot(pool, free_slots):
 @nb.njit(cache=True)
 def grow_tree(
     bin_codes, stats, y, weight, sample_indices, n_value_bins, is_categorical, missing_bin,
-    bin_thresholds, bin_lower, bin_upper, criterion, n_classes, n_values,
+    bin_lower, bin_upper, criterion, n_classes, n_values,
     max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
     min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
     parallel_min_work, n_words,
@@ -263,6 +264,9 @@ def grow_tree(
         right_sums[:] = 0.0
         n_left = 0
         n_right = 0
+        # The values adjacent to the threshold in this node, for CART's midpoint.
+        largest_left_bin = -1
+        smallest_right_bin = n_bins
         for i in range(start, end):
             s = sample_indices[i]
             code = np.int64(codes_f[s])
@@ -273,6 +277,11 @@ def grow_tree(
                 go_left = (word >> np.uint64(code & 63)) & np.uint64(1) != 0
             else:
                 go_left = code <= last_left_bin
+            if code != missing_bin:
+                if go_left:
+                    largest_left_bin = max(largest_left_bin, code)
+                else:
+                    smallest_right_bin = min(smallest_right_bin, code)
             if go_left:
                 sample_indices[start + n_left] = s
                 n_left += 1
@@ -291,10 +300,14 @@ def grow_tree(
         row[IS_CATEGORICAL] = categorical
         if categorical:
             row[THRESHOLD] = UNDEFINED
-        elif last_left_bin >= n_value_bins[feature] - 1:
-            row[THRESHOLD] = np.inf
+        elif smallest_right_bin == n_bins:
+            row[THRESHOLD] = np.inf  # missing values versus the rest
         else:
-            row[THRESHOLD] = bin_thresholds[feature, last_left_bin]
+            # Halfway between the node's largest value going left and its smallest going
+            # right, as CART does: the same partition of the node as any threshold
+            # between the two, and the most neutral one for unseen values.
+            row[THRESHOLD] = midpoint(bin_upper[feature, largest_left_bin],
+                                      bin_lower[feature, smallest_right_bin])
         if not categorical:
             bitsets[node] = 0
 

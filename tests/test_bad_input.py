@@ -1,0 +1,349 @@
+"""Bad input fails early with a message that names the problem; odd but valid input works.
+
+No input may crash the compiled engine or yield NaN predictions.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sklearn.exceptions import DataConversionWarning, NotFittedError
+
+from silva import DecisionTreeClassifier, DecisionTreeRegressor
+
+RNG = np.random.RandomState(0)
+X = RNG.rand(40, 3)
+Y_CLASS = np.arange(40) % 2
+Y_REG = RNG.rand(40) * 10
+BOTH = [DecisionTreeClassifier, DecisionTreeRegressor]
+
+
+def _y(model_class):
+    return Y_CLASS if model_class is DecisionTreeClassifier else Y_REG
+
+
+# ------------------------------------------------------------------------- targets
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_or_inf_in_y(model_class, bad):
+    y = _y(model_class).astype(float)
+    y[7] = bad
+    with pytest.raises(ValueError, match="y contains NaN or infinity"):
+        model_class().fit(X, y)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_multi_output_y_is_refused(model_class):
+    y = np.c_[_y(model_class), _y(model_class)]
+    with pytest.raises(ValueError, match=r"one-dimensional.*\(40, 2\)"):
+        model_class().fit(X, y)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_column_vector_y_is_accepted(model_class):
+    y = _y(model_class)
+    flat = model_class(random_state=0).fit(X, y)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        column = model_class(random_state=0).fit(X, y[:, None])
+    np.testing.assert_array_equal(flat.predict(X), column.predict(X))
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_y_of_wrong_length(model_class):
+    with pytest.raises(ValueError, match="X has 40 samples but y has 39"):
+        model_class().fit(X, _y(model_class)[:39])
+
+
+def test_continuous_y_for_a_classifier():
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        DecisionTreeClassifier().fit(X, Y_REG)
+
+
+def test_non_numeric_y_for_a_regressor():
+    with pytest.raises(ValueError, match="y must be numeric"):
+        DecisionTreeRegressor().fit(X, np.array(["a", "b"] * 20))
+
+
+@pytest.mark.parametrize("y", [-Y_REG, np.r_[Y_REG[:-1], -0.5]])
+def test_poisson_refuses_negative_y(y):
+    with pytest.raises(ValueError, match="poisson.*y >= 0"):
+        DecisionTreeRegressor(criterion="poisson").fit(X, y)
+
+
+def test_poisson_refuses_all_zero_y():
+    with pytest.raises(ValueError, match="poisson.*positive sum of y"):
+        DecisionTreeRegressor(criterion="poisson").fit(X, np.zeros(40))
+
+
+def test_poisson_accepts_some_zeros():
+    y = np.where(X[:, 0] > 0.5, 3.0, 0.0)
+    model = DecisionTreeRegressor(criterion="poisson").fit(X, y)
+    assert np.all(np.isfinite(model.predict(X)))
+    assert model.predict([[0.9, 0.5, 0.5]])[0] == pytest.approx(3.0)
+
+
+def test_string_class_labels():
+    y = np.where(Y_CLASS == 1, "yes", "no")
+    model = DecisionTreeClassifier().fit(X, y)
+    assert model.classes_.tolist() == ["no", "yes"]
+    np.testing.assert_array_equal(model.predict(X), y)
+
+
+# ------------------------------------------------------------------------------ X
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize("bad", [np.inf, -np.inf])
+def test_infinity_in_X(model_class, bad):
+    X_bad = X.copy()
+    X_bad[3, 1] = bad
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        model_class().fit(X_bad, _y(model_class))
+    model = model_class().fit(X, _y(model_class))
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        model.predict(X_bad)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_wrong_number_of_features_at_predict(model_class):
+    model = model_class().fit(X, _y(model_class))
+    with pytest.raises(ValueError, match="X has 2 features, but .* is expecting 3 features"):
+        model.predict(X[:, :2])
+    with pytest.raises(ValueError, match="X has 4 features"):
+        model.predict(np.c_[X, X[:, :1]])
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D array"):
+        model.predict(X[0])
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_empty_X(model_class):
+    with pytest.raises(ValueError, match=r"Found array with 0 sample\(s\)"):
+        model_class().fit(np.empty((0, 3)), np.empty(0))
+    with pytest.raises(ValueError, match=r"Found array with 0 feature\(s\)"):
+        model_class().fit(np.empty((5, 0)), _y(model_class)[:5])
+    model = model_class().fit(X, _y(model_class))
+    with pytest.raises(ValueError, match=r"Found array with 0 sample\(s\)"):
+        model.predict(np.empty((0, 3)))
+
+
+def test_non_numeric_X():
+    with pytest.raises(ValueError, match="could not convert string to float"):
+        DecisionTreeClassifier().fit([["a", "b", "c"]] * 4, [0, 1, 0, 1])
+
+
+# ---------------------------------------------------------------- degenerate data
+
+
+def test_one_sample():
+    classifier = DecisionTreeClassifier().fit(X[:1], [7])
+    assert classifier.tree_.node_count == 1
+    np.testing.assert_array_equal(classifier.predict(X), np.full(40, 7))
+    regressor = DecisionTreeRegressor().fit(X[:1], [2.5])
+    np.testing.assert_array_equal(regressor.predict(X), np.full(40, 2.5))
+    assert regressor.get_depth() == 0 and regressor.get_n_leaves() == 1
+    np.testing.assert_array_equal(regressor.feature_importances_, np.zeros(3))
+
+
+def test_one_class():
+    model = DecisionTreeClassifier().fit(X, np.full(40, "only"))
+    assert model.classes_.tolist() == ["only"]
+    assert model.n_classes_ == 1
+    assert model.tree_.node_count == 1
+    proba = model.predict_proba(X)
+    assert proba.shape == (40, 1)
+    np.testing.assert_array_equal(proba, 1.0)
+    assert (model.predict(X) == "only").all()
+
+
+def test_constant_features_and_duplicate_rows():
+    X_constant = np.ones((30, 2))
+    y = np.arange(30) % 3
+    model = DecisionTreeClassifier().fit(X_constant, y)
+    assert model.tree_.node_count == 1
+    np.testing.assert_allclose(model.predict_proba(X_constant[:2]), [[1 / 3] * 3] * 2)
+    regressor = DecisionTreeRegressor().fit(X_constant, y.astype(float))
+    np.testing.assert_allclose(regressor.predict(X_constant[:1]), [1.0])
+
+
+def test_huge_and_tiny_values():
+    X_big = np.c_[np.linspace(-1e300, 1e300, 50), np.linspace(1e-300, 2e-300, 50)]
+    y = (np.arange(50) >= 25).astype(float) * 1e10
+    model = DecisionTreeRegressor().fit(X_big, y)
+    assert model.score(X_big, y) == 1.0
+    classifier = DecisionTreeClassifier().fit(X_big[:, 1:], y > 0)
+    assert classifier.score(X_big[:, 1:], y > 0) == 1.0
+    # a threshold between adjacent floats still separates them
+    X_adjacent = np.array([[1.0], [np.nextafter(1.0, 2.0)]] * 5)
+    pair = DecisionTreeClassifier().fit(X_adjacent, [0, 1] * 5)
+    np.testing.assert_array_equal(pair.predict(X_adjacent), [0, 1] * 5)
+
+
+# ------------------------------------------------------------------ sample weights
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_negative_sample_weight(model_class):
+    weights = np.ones(40)
+    weights[4] = -1.0
+    with pytest.raises(ValueError, match="sample_weight must be non-negative; sample 4"):
+        model_class().fit(X, _y(model_class), sample_weight=weights)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_all_zero_sample_weight(model_class):
+    with pytest.raises(ValueError, match="sample_weight sums to zero"):
+        model_class().fit(X, _y(model_class), sample_weight=np.zeros(40))
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize("shape", [(39,), (41,), (40, 1)])
+def test_sample_weight_of_wrong_shape(model_class, shape):
+    with pytest.raises(ValueError, match=r"sample_weight must have shape \(40,\)"):
+        model_class().fit(X, _y(model_class), sample_weight=np.ones(shape))
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_nan_sample_weight(model_class):
+    weights = np.ones(40)
+    weights[0] = np.nan
+    with pytest.raises(ValueError, match="sample_weight contains NaN"):
+        model_class().fit(X, _y(model_class), sample_weight=weights)
+
+
+def test_scalar_sample_weight_is_uniform():
+    # (a shallow tree: deep nodes of two samples tie on every feature, and rounding of
+    # the weighted sums may break such ties either way)
+    a = DecisionTreeRegressor(max_depth=3).fit(X, Y_REG, sample_weight=3.0)
+    b = DecisionTreeRegressor(max_depth=3).fit(X, Y_REG)
+    np.testing.assert_array_equal(a.tree_.feature, b.tree_.feature)
+    np.testing.assert_allclose(a.predict(X), b.predict(X))
+    np.testing.assert_allclose(a.tree_.weighted_n_node_samples, 3 * b.tree_.weighted_n_node_samples)
+
+
+# ------------------------------------------------------------------- parameters
+
+BAD_PARAMS = [
+    ({"max_depth": 0}, ValueError, "max_depth must be >= 1; got 0"),
+    ({"max_depth": 2.5}, TypeError, "max_depth must be an int"),
+    ({"min_samples_split": 1}, ValueError, "min_samples_split must be an int >= 2"),
+    ({"min_samples_split": 1.5}, ValueError, r"min_samples_split as a fraction must be in"),
+    ({"min_samples_leaf": 0}, ValueError, "min_samples_leaf must be an int >= 1"),
+    ({"min_samples_leaf": 0.0}, ValueError, r"min_samples_leaf as a fraction must be in"),
+    ({"max_features": 0}, ValueError, "max_features must be >= 1; got 0"),
+    ({"max_features": 1.5}, ValueError, r"max_features as a fraction must be in \(0, 1\]"),
+    ({"max_features": "bad"}, ValueError, "max_features must be one of.*'bad'"),
+    ({"max_features": True}, TypeError, "max_features must be None, 'sqrt', 'log2'"),
+    ({"criterion": "bad"}, ValueError, "criterion must be one of.*got 'bad'"),
+    ({"splitter": "bad"}, ValueError, "splitter must be one of.*got 'bad'"),
+    ({"max_bins": 1}, ValueError, "max_bins must be >= 2; got 1"),
+    ({"max_bins": 70000}, ValueError, "max_bins must be <= 65535; got 70000"),
+    ({"max_bins": 2.5}, TypeError, "max_bins must be an int"),
+    ({"ccp_alpha": -1}, ValueError, r"ccp_alpha must be in \[0.0, inf\]; got -1.0"),
+    ({"min_weight_fraction_leaf": 0.6}, ValueError,
+     r"min_weight_fraction_leaf must be in \[0.0, 0.5\]; got 0.6"),
+    ({"min_weight_fraction_leaf": -0.1}, ValueError, "min_weight_fraction_leaf must be in"),
+    ({"max_leaf_nodes": 1}, ValueError, "max_leaf_nodes must be >= 2; got 1"),
+    ({"min_impurity_decrease": -1.0}, ValueError, "min_impurity_decrease must be in"),
+    ({"categorical_features": "everything"}, ValueError, "categorical_features must be"),
+]
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize(("params", "error", "message"), BAD_PARAMS,
+                         ids=[str(p) for p, _, _ in BAD_PARAMS])
+def test_invalid_parameter(model_class, params, error, message):
+    with pytest.raises(error, match=message):
+        model_class(**params).fit(X, _y(model_class))
+
+
+def test_regression_criterion_on_a_classifier():
+    with pytest.raises(ValueError, match="criterion must be one of.*'squared_error'"):
+        DecisionTreeClassifier(criterion="squared_error").fit(X, Y_CLASS)
+    with pytest.raises(ValueError, match="criterion must be one of.*'gini'"):
+        DecisionTreeRegressor(criterion="gini").fit(X, Y_REG)
+
+
+def test_invalid_class_weight():
+    with pytest.raises(ValueError, match="class_weight"):
+        DecisionTreeClassifier(class_weight="bad").fit(X, Y_CLASS)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize("params", [
+    {"max_depth": 1}, {"min_samples_split": 2}, {"min_samples_split": 1.0},
+    {"min_samples_leaf": 0.5}, {"max_features": 1}, {"max_features": 1.0},
+    {"max_features": 10}, {"max_features": "log2"}, {"max_bins": 2}, {"max_bins": 65535},
+    {"min_weight_fraction_leaf": 0.5}, {"max_leaf_nodes": 2}, {"ccp_alpha": 1e9},
+], ids=str)
+def test_boundary_parameter_values_are_accepted(model_class, params):
+    model = model_class(**params).fit(X, _y(model_class))
+    prediction = model.predict(X)
+    assert prediction.shape == (40,)
+    if model_class is DecisionTreeRegressor:
+        assert np.all(np.isfinite(prediction))
+
+
+# ------------------------------------------------------------------ not fitted
+
+METHODS = ["predict", "apply", "decision_path"]
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+@pytest.mark.parametrize("method", METHODS)
+def test_not_fitted(model_class, method):
+    with pytest.raises(NotFittedError):
+        getattr(model_class(), method)(X)
+
+
+@pytest.mark.parametrize("method", ["predict_proba", "predict_log_proba"])
+def test_not_fitted_probabilities(method):
+    with pytest.raises(NotFittedError):
+        getattr(DecisionTreeClassifier(), method)(X)
+
+
+@pytest.mark.parametrize("model_class", BOTH)
+def test_not_fitted_attributes(model_class):
+    model = model_class()
+    with pytest.raises(NotFittedError):
+        _ = model.feature_importances_
+    with pytest.raises(NotFittedError):
+        model.get_depth()
+    with pytest.raises(NotFittedError):
+        model.get_n_leaves()
+
+
+# ------------------------------------------------------------------ fuzzing
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(
+    data=arrays(np.float64, st.tuples(st.integers(1, 30), st.integers(1, 4)),
+                elements=st.one_of(st.just(np.nan), st.sampled_from([0.0, 1.0, -1.0]),
+                                   st.floats(-1e6, 1e6, allow_nan=False))),
+    seed=st.integers(0, 2**16),
+    max_bins=st.sampled_from([2, 3, 255]),
+)
+def test_fuzz_never_crashes_never_nan(data, seed, max_bins):
+    rng = np.random.RandomState(seed)
+    y_class = rng.randint(0, 3, size=data.shape[0])
+    y_reg = rng.randn(data.shape[0])
+    weights = rng.randint(0, 3, size=data.shape[0]).astype(float)
+    weights[0] = 1.0  # never all zero
+    probe = np.where(rng.rand(*data.shape) < 0.3, np.nan, rng.randn(*data.shape) * 1e3)
+    for params in ({}, {"splitter": "random", "random_state": seed}, {"max_leaf_nodes": 3}):
+        classifier = DecisionTreeClassifier(max_bins=max_bins, **params).fit(
+            data, y_class, sample_weight=weights)
+        proba = classifier.predict_proba(np.r_[data, probe])
+        assert np.all(np.isfinite(proba))
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+        regressor = DecisionTreeRegressor(max_bins=max_bins, **params).fit(
+            data, y_reg, sample_weight=weights)
+        prediction = regressor.predict(np.r_[data, probe])
+        assert np.all(np.isfinite(prediction))
+        # each leaf predicts a weighted mean of training targets: inside their range
+        assert prediction.min() >= y_reg.min() - 1e-9
+        assert prediction.max() <= y_reg.max() + 1e-9
