@@ -95,33 +95,35 @@ def _fit_numeric_bins(sorted_columns, numeric_features, max_bins, thresholds, lo
 
 
 @nb.njit(cache=True, parallel=True)
-def _map_to_bins(X, is_categorical, thresholds, n_value_bins, missing_bin, out):
+def _map_to_bins(X, is_categorical, padded_thresholds, missing_bin, out):
     """Bin codes of X, feature-major: ``out[f, i]`` is the bin of ``X[i, f]``.
 
-    Parallel over blocks of rows, so that each thread reads X (row-major) sequentially.
+    ``padded_thresholds[f]`` holds the feature's thresholds followed by +inf up to a
+    power-of-two length minus one, so that the bin (the number of thresholds below x) is
+    found by a fixed number of halving steps without unpredictable branches. Parallel
+    over blocks of rows; within a block, feature by feature, so that one feature's
+    thresholds stay in L1 cache while the block's rows stay in L2.
     """
     n_samples, n_features = X.shape
-    block = 4096
+    first_step = (padded_thresholds.shape[1] + 1) // 2
+    block = 512
     n_blocks = (n_samples + block - 1) // block
     for k in nb.prange(n_blocks):
-        for i in range(k * block, min((k + 1) * block, n_samples)):
-            for f in range(n_features):
+        for f in range(n_features):
+            for i in range(k * block, min((k + 1) * block, n_samples)):
                 x = X[i, f]
                 if np.isnan(x):
                     out[f, i] = missing_bin
                 elif is_categorical[f]:
                     out[f, i] = np.int64(x)
                 else:
-                    # First threshold >= x (binary search); past the last: the top bin.
-                    lo = 0
-                    hi = n_value_bins[f] - 1
-                    while lo < hi:
-                        mid = (lo + hi) >> 1
-                        if thresholds[f, mid] < x:
-                            lo = mid + 1
-                        else:
-                            hi = mid
-                    out[f, i] = lo
+                    position = 0
+                    step = first_step
+                    while step > 0:
+                        if padded_thresholds[f, position + step - 1] < x:
+                            position += step
+                        step >>= 1
+                    out[f, i] = position
 
 
 class Binner:
@@ -170,10 +172,11 @@ class Binner:
     def transform(self, X):
         """Bin codes of ``X`` as a C-contiguous (n_features, n_samples) array."""
         out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
-        _map_to_bins(
-            X, self.is_categorical.astype(np.uint8), self.bin_thresholds_, self.n_value_bins_,
-            self.missing_bin_, out,
-        )
+        n_thresholds = self.bin_thresholds_.shape[1]
+        padded_length = 1 << int(np.ceil(np.log2(n_thresholds + 1)))
+        padded = np.full((X.shape[1], padded_length - 1), np.inf)
+        padded[:, :n_thresholds] = self.bin_thresholds_
+        _map_to_bins(X, self.is_categorical.astype(np.uint8), padded, self.missing_bin_, out)
         return out
 
     def fit_transform(self, X):
