@@ -65,24 +65,30 @@ def apply_tree(X, children_left, children_right, feature, threshold, missing_go_
     return leaves
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, parallel=True)
 def _decision_paths(X, children_left, children_right, feature, threshold, missing_go_left,
-                    is_categorical, bitsets, max_depth):
+                    is_categorical, bitsets, node_depth):
+    """CSR ``(indptr, indices)`` of the nodes each row visits, root first.
+
+    Two parallel passes over rows: the first finds each row's leaf, whose depth + 1 is
+    the path length (so the offsets are a cumulative sum); the second writes the paths.
+    """
     n_rows = X.shape[0]
+    leaves = apply_tree(X, children_left, children_right, feature, threshold,
+                        missing_go_left, is_categorical, bitsets)
     indptr = np.zeros(n_rows + 1, dtype=np.int64)
-    indices = np.empty(n_rows * (max_depth + 1), dtype=np.int64)
-    position = 0
-    for i in range(n_rows):
+    indptr[1:] = np.cumsum(node_depth[leaves] + 1)
+    indices = np.empty(indptr[n_rows], dtype=np.int64)
+    for i in nb.prange(n_rows):
         node = 0
+        position = indptr[i]
         indices[position] = 0
-        position += 1
         while children_left[node] != -1:
             node = _child(X[i], node, children_left, children_right, feature, threshold,
                           missing_go_left, is_categorical, bitsets)
-            indices[position] = node
             position += 1
-        indptr[i + 1] = position
-    return indptr, indices[:position]
+            indices[position] = node
+    return indptr, indices
 
 
 @nb.njit(cache=True)
@@ -185,7 +191,7 @@ class Tree:
 
     def decision_path(self, X):
         """CSR indicator matrix (n_rows, node_count): the nodes each row passes through."""
-        indptr, indices = _decision_paths(X, *self._kernel_arrays(), self.max_depth)
+        indptr, indices = _decision_paths(X, *self._kernel_arrays(), self.node_depth)
         data = np.ones(indices.shape[0], dtype=np.intp)
         return scipy.sparse.csr_matrix((data, indices, indptr),
                                        shape=(X.shape[0], self.node_count))
