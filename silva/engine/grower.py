@@ -58,11 +58,11 @@ UNDEFINED = -2
 
 
 @nb.njit(cache=True)
-def _grow_rows(table, values, bitsets, n_rows):
-    """Double the capacity of the node arrays when ``n_rows`` no longer fit."""
+def _grow_rows(table, values, bitsets, node_sums, n_rows):
+    """Double the capacity of the per-node arrays when ``n_rows`` no longer fit."""
     capacity = table.shape[0]
     if n_rows <= capacity:
-        return table, values, bitsets
+        return table, values, bitsets, node_sums
     new_capacity = max(2 * capacity, n_rows)
     new_table = np.empty((new_capacity, table.shape[1]))
     new_table[:capacity] = table
@@ -70,7 +70,9 @@ def _grow_rows(table, values, bitsets, n_rows):
     new_values[:capacity] = values
     new_bitsets = np.zeros((new_capacity, bitsets.shape[1]), dtype=np.uint64)
     new_bitsets[:capacity] = bitsets
-    return new_table, new_values, new_bitsets
+    new_sums = np.zeros((new_capacity, node_sums.shape[1]))
+    new_sums[:capacity] = node_sums
+    return new_table, new_values, new_bitsets, new_sums
 
 
 @nb.njit(cache=True)
@@ -97,10 +99,9 @@ def grow_tree(
     """Grow one tree on ``sample_indices`` (reordered in place) and return its arrays.
 
     Parameters are the binned data (:mod:`silva.engine.binning`), the statistic channels
-    (with the raw targets ``y`` and ``weight``, which only absolute_error reads)
-    and the criterion (:mod:`silva.engine.criteria`),
-    and the stopping rules; ``max_leaf_nodes <= 0`` means
-    unlimited (depth-first). Returns ``(table, values, bitsets)`` trimmed to the node
+    (with the raw targets ``y`` and ``weight``, which only absolute_error reads), the
+    criterion (:mod:`silva.engine.criteria`) and the stopping rules; ``max_leaf_nodes <= 0``
+    means unlimited (depth-first). Returns ``(table, values, bitsets)`` trimmed to the node
     count: the node table (columns above), the leaf values ``(n_nodes, n_values)`` and
     the left category bitsets ``(n_nodes, n_words)``.
     """
@@ -133,6 +134,7 @@ def grow_tree(
     root_weight = node_weight(criterion, root_sums)
 
     n_nodes = 0
+    # numba types a list by its first element: start each with one, then empty it.
     frontier_stack = [0]
     frontier_heap = [(0.0, 0)]
     frontier_stack.pop()
@@ -140,7 +142,8 @@ def grow_tree(
     best_first = max_leaf_nodes > 0
     n_leaves = 1
 
-    # Each pending child: (start, end, depth, parent, is_left, hist_slot).
+    # The nodes about to be created: the root, then the two children (left first) of each
+    # split, with their sample ranges, histogram slots and channel sums.
     pending_start = np.empty(2, dtype=np.int64)
     pending_end = np.empty(2, dtype=np.int64)
     pending_slot = np.empty(2, dtype=np.int64)
@@ -166,10 +169,8 @@ def grow_tree(
             node = n_nodes
             n_nodes += 1
             if n_nodes > table.shape[0]:
-                table, values, bitsets = _grow_rows(table, values, bitsets, n_nodes)
-                grown_sums = np.zeros((table.shape[0], n_channels))
-                grown_sums[:node_sums.shape[0]] = node_sums
-                node_sums = grown_sums
+                table, values, bitsets, node_sums = _grow_rows(table, values, bitsets,
+                                                               node_sums, n_nodes)
             if pending_parent >= 0:
                 table[pending_parent, LEFT if p == 0 else RIGHT] = node
             start = pending_start[p]

@@ -85,9 +85,8 @@ def _make_scans(proxy, criterion_name):
     against 7), and a function passed as an argument defeated numba's on-disk cache.
     """
 
-    def scan_numeric(bins, sums, n_present, missing, node_sums, parent_impurity,
-                     root_weight, min_samples_leaf, min_weight_leaf, random_position, left, right,
-                     best_left):
+    def scan_numeric(bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                     min_weight_leaf, random_position, left, best_left):
         """Best threshold of a numeric feature from its compact histogram.
 
         Returns ``(score, last_left_bin, missing_go_left)``: bins ``<= last_left_bin`` go
@@ -127,9 +126,9 @@ def _make_scans(proxy, criterion_name):
                         best_missing_left = left[0] > node_sums[0] - left[0]
         return best_gain, best_bin, best_missing_left
 
-    def scan_categorical(criterion, bins, sums, n_present, missing, node_sums, parent_impurity,
-                         root_weight, min_samples_leaf, min_weight_leaf, random_state_seed,
-                         use_random, n_classes, left, right, scores, bitset, best_left):
+    def scan_categorical(criterion, bins, sums, n_present, missing, node_sums,
+                         min_samples_leaf, min_weight_leaf, random_state_seed, use_random,
+                         n_classes, left, scores, bitset, best_left):
         """Best category partition of a categorical feature from its compact histogram.
 
         The missing bin joins the scan as one more category when the node has missing values.
@@ -324,9 +323,8 @@ def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
 
 @nb.njit(cache=True, inline="always")
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
-                     node_sums, parent_impurity, root_weight, min_samples_leaf,
-                     min_weight_leaf, use_random, seed, n_classes, lower, upper,
-                     left, right, scores, bitset, best_left):
+                     node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
+                     lower, upper, left, scores, bitset, best_left):
     """Best split of feature ``f`` from its compact histogram.
 
     Returns ``(score, last_left_bin, missing_go_left, is_constant)``; ``bitset`` receives
@@ -338,29 +336,24 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
     if is_categorical_f:
         if criterion == GINI:
             gain, missing_left = _scan_categorical_gini(
-                criterion, bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-                min_samples_leaf, min_weight_leaf, seed, use_random, n_classes, left, right,
-                scores, bitset, best_left)
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         elif criterion == ENTROPY:
             gain, missing_left = _scan_categorical_entropy(
-                criterion, bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-                min_samples_leaf, min_weight_leaf, seed, use_random, n_classes, left, right,
-                scores, bitset, best_left)
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         elif criterion == MISCLASSIFICATION:
             gain, missing_left = _scan_categorical_misclassification(
-                criterion, bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-                min_samples_leaf, min_weight_leaf, seed, use_random, n_classes, left, right,
-                scores, bitset, best_left)
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         elif criterion == POISSON:
             gain, missing_left = _scan_categorical_poisson(
-                criterion, bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-                min_samples_leaf, min_weight_leaf, seed, use_random, n_classes, left, right,
-                scores, bitset, best_left)
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         else:
             gain, missing_left = _scan_categorical_variance(
-                criterion, bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-                min_samples_leaf, min_weight_leaf, seed, use_random, n_classes, left, right,
-                scores, bitset, best_left)
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         return gain, -1, missing_left, False
     random_position = -1
     if use_random:
@@ -370,31 +363,31 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
     # Each branch calls its criterion's own compiled scan (see _make_scans).
     if criterion == GINI:
         gain, last_left_bin, missing_left = _scan_numeric_gini(
-            bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-            min_samples_leaf, min_weight_leaf, random_position, left, right, best_left)
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
     elif criterion == ENTROPY:
         gain, last_left_bin, missing_left = _scan_numeric_entropy(
-            bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-            min_samples_leaf, min_weight_leaf, random_position, left, right, best_left)
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
     elif criterion == MISCLASSIFICATION:
         gain, last_left_bin, missing_left = _scan_numeric_misclassification(
-            bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-            min_samples_leaf, min_weight_leaf, random_position, left, right, best_left)
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
     elif criterion == POISSON:
         gain, last_left_bin, missing_left = _scan_numeric_poisson(
-            bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-            min_samples_leaf, min_weight_leaf, random_position, left, right, best_left)
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
     else:
         gain, last_left_bin, missing_left = _scan_numeric_variance(
-            bins, sums, n_present, missing, node_sums, parent_impurity, root_weight,
-            min_samples_leaf, min_weight_leaf, random_position, left, right, best_left)
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
     return gain, last_left_bin, missing_left, False
 
 
 @nb.njit(cache=True, parallel=True)
 def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categorical,
-                             missing_bin, node_sums, parent_impurity, root_weight,
-                             min_samples_leaf, min_weight_leaf, use_random, seeds, n_classes,
+                             missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
+                             use_random, seeds, n_classes,
                              lower, upper, out_gain, out_bin, out_missing_left, out_constant,
                              out_bitsets, out_lefts):
     n_channels = node_sums.shape[0]
@@ -405,15 +398,13 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
         sums = np.empty((n_bins + 1, n_channels))
         missing = np.empty(n_channels)
         left = np.empty(n_channels)
-        right = np.empty(n_channels)
         scores = np.empty(n_bins + 1)
         n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
                                            missing)
         gain, last_left_bin, missing_left, constant = evaluate_feature(
             criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
-            parent_impurity, root_weight, min_samples_leaf, min_weight_leaf, use_random,
-            seeds[j], n_classes, lower, upper, left, right, scores, out_bitsets[j],
-            out_lefts[j],
+            min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
+            left, scores, out_bitsets[j], out_lefts[j],
         )
         out_gain[j] = gain
         out_bin[j] = last_left_bin
@@ -508,8 +499,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, stats,
             lefts = np.empty((batch, n_channels))
             _evaluate_dense_parallel(
                 criterion, features, hist, n_value_bins, is_categorical, missing_bin,
-                node_sums, parent_impurity, root_weight, min_samples_leaf, min_weight_leaf,
-                use_random, seeds, n_classes, lower, upper, gains, last_bins, missing_lefts,
+                node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds, n_classes,
+                lower, upper, gains, last_bins, missing_lefts,
                 constants, bitsets, lefts,
             )
             for j in range(batch):
@@ -551,9 +542,9 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, stats,
                     )
                 gain, last_left_bin, missing_left, constant = evaluate_feature(
                     criterion, f, is_categorical[f], scratch_bins, scratch_sums, n_present,
-                    missing, node_sums, parent_impurity, root_weight, min_samples_leaf,
-                    min_weight_leaf, use_random, seeds[j], n_classes, lower, upper, left,
-                    right, scratch_scores, bitset, feature_left,
+                    missing, node_sums, min_samples_leaf, min_weight_leaf, use_random,
+                    seeds[j], n_classes, lower, upper, left, scratch_scores, bitset,
+                    feature_left,
                 )
                 n_non_constant += not constant
                 if gain > best_gain:
