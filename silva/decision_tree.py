@@ -159,7 +159,8 @@ class BaseDecisionTree(BaseEstimator):
                                  else HISTOGRAM_MIN_SAMPLES)
 
         table, values, bitsets = grow_tree(
-            bin_codes, stats, np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
+            bin_codes, np.ascontiguousarray(bin_codes.T), stats,
+            np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
             binner.n_value_bins_,
             self.is_categorical_.astype(np.uint8), binner.missing_bin_,
             binner.bin_lower_, binner.bin_upper_,

@@ -146,6 +146,7 @@ def grow(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255
     n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
     available = dict(
         bin_codes=bin_codes,
+        codes_by_sample=np.ascontiguousarray(bin_codes.T),
         stats=criteria.build_statistics(code, y_model, weights, n_classes),
         y=np.asarray(y_model, dtype=np.float64), weight=weights,
         sample_indices=np.arange(n_samples, dtype=np.int32),

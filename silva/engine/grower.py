@@ -90,20 +90,22 @@ def _take_slot(pool, free_slots):
 
 @nb.njit(cache=True)
 def grow_tree(
-    bin_codes, stats, y, weight, sample_indices, n_value_bins, is_categorical, missing_bin,
-    bin_lower, bin_upper, criterion, n_classes, n_values,
+    bin_codes, codes_by_sample, stats, y, weight, sample_indices, n_value_bins,
+    is_categorical, missing_bin, bin_lower, bin_upper, criterion, n_classes, n_values,
     max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
     min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
     parallel_min_work, n_words,
 ):
     """Grow one tree on ``sample_indices`` (reordered in place) and return its arrays.
 
-    Parameters are the binned data (:mod:`silva.engine.binning`), the statistic channels
-    (with the raw targets ``y`` and ``weight``, which only absolute_error reads), the
-    criterion (:mod:`silva.engine.criteria`) and the stopping rules; ``max_leaf_nodes <= 0``
-    means unlimited (depth-first). Returns ``(table, values, bitsets)`` trimmed to the node
-    count: the node table (columns above), the leaf values ``(n_nodes, n_values)`` and
-    the left category bitsets ``(n_nodes, n_words)``.
+    Parameters are the binned data (:mod:`silva.engine.binning`): feature-major
+    ``bin_codes`` for histograms and the same codes sample-major for small nodes; the
+    statistic channels, with the raw targets ``y`` and ``weight`` that only
+    absolute_error reads; the criterion (:mod:`silva.engine.criteria`); and the stopping
+    rules, where ``max_leaf_nodes <= 0`` means unlimited (depth-first). Returns
+    ``(table, values, bitsets)`` trimmed to the node count: the node table (columns
+    above), the leaf values ``(n_nodes, n_values)`` and the left category bitsets
+    ``(n_nodes, n_words)``.
     """
     n_features = bin_codes.shape[0]
     n_channels = stats.shape[1]
@@ -214,7 +216,8 @@ def grow_tree(
                 hist = pool[slot] if use_histogram else smaller_hist
                 gain, feature, last_left_bin, missing_left = find_node_split(
                     criterion, hist, use_histogram, n_node * n_features >= parallel_min_work,
-                    bin_codes, stats, y, weight, sample_indices, start, end, sums,
+                    bin_codes, codes_by_sample, stats, y, weight, sample_indices, start, end,
+                    sums,
                     node_impurity,
                     root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
                     bin_upper, min_samples_leaf, min_weight_leaf, max_features, use_random,

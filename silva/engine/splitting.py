@@ -260,21 +260,25 @@ for _bit in range(64):
 
 
 @nb.njit(cache=True, inline="always")
-def compact_from_samples(codes_f, node_stats, sample_indices, start, end, missing_bin,
+def compact_from_samples(codes_by_sample, f, node_stats, sample_indices, start, end,
+                         missing_bin,
                          accumulator, present_bitmap, bins, sums, missing):
     """Compact histogram of one feature straight from the node's samples; returns n_present.
 
     Channels are summed into ``accumulator`` rows that are zeroed on first touch, and a
     bitmap marks the touched bins, which are then read back in increasing order one set
     bit at a time. The cost is O(n + n_bins / 64 + n_present), not O(n_bins): the better
-    deal for the many small nodes near the leaves of a deep tree. ``present_bitmap`` must
-    be all zeros on entry and is left so.
+    deal for the many small nodes near the leaves of a deep tree. Codes are read from the
+    sample-major copy ``codes_by_sample[s, f]``: a small node's samples lie scattered
+    over the data, and this way the first feature loads each sample's row of codes into
+    cache for all the others (feature-major reads missed the cache once per sample and
+    feature). ``present_bitmap`` must be all zeros on entry and is left so.
     """
     n_channels = node_stats.shape[1]
     for c in range(n_channels):
         missing[c] = 0.0
     for i in range(end - start):
-        code = np.int64(codes_f[sample_indices[start + i]])
+        code = np.int64(codes_by_sample[sample_indices[start + i], f])
         if code == missing_bin:
             for c in range(n_channels):
                 missing[c] += node_stats[i, c]
@@ -431,7 +435,8 @@ def make_split_scratch(n_samples, n_features, n_bins, n_channels, n_words):
 
 
 @nb.njit(cache=True)
-def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, stats,
+def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_by_sample,
+                    stats,
                     y, weight, sample_indices, start, end, node_sums, parent_impurity, root_weight,
                     n_value_bins, is_categorical, missing_bin, lower, upper,
                     min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
@@ -439,6 +444,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, stats,
     """Best split of the node holding ``sample_indices[start:end]``.
 
 
+    ``bin_codes`` is feature-major, ``codes_by_sample`` the same codes sample-major.
     ``hist`` is the node's dense histogram when ``use_histogram`` is true; otherwise the
     compact histograms are summed from the samples. ``scratch`` comes from
     :func:`make_split_scratch`. Returns ``(improvement, feature,
@@ -537,7 +543,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, stats,
                                                        scratch_bins, scratch_sums, missing)
                 else:
                     n_present = compact_from_samples(
-                        bin_codes[f], node_stats, sample_indices, start, end, missing_bin,
+                        codes_by_sample, f, node_stats, sample_indices, start, end, missing_bin,
                         accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
                     )
                 gain, last_left_bin, missing_left, constant = evaluate_feature(
