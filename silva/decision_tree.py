@@ -265,9 +265,12 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
     max_bins : int, default=255
         Bins per numeric feature; features with fewer distinct values are binned exactly.
     categorical_features : None, "auto", mask, indices or names, default=None
-        Features split by category sets. Categorical values are integer codes in
-        ``[0, max_bins)``; pandas category, object and bool columns are encoded by silva
-        ("auto" picks them). A category not seen at fit follows missing values.
+        Features split by category sets. In arrays, categorical values must be integer
+        codes in ``[0, max_bins)``. In data frames, silva encodes the categorical columns
+        itself (a category column's categories, or the sorted distinct values of any
+        other column); "auto" picks the category, object, string and bool columns. A
+        category that a split did not see in training (in particular one unseen at fit)
+        follows that split's missing values.
 
     Attributes
     ----------

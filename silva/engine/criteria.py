@@ -30,8 +30,10 @@ impurities, improvements and feature importances can be compared number for numb
 
 A split's *improvement* is scikit-learn's weighted impurity decrease
 ``w / W * (i - w_l / w * i_l - w_r / w * i_r)`` (``W`` the root weight), the quantity
-that ``min_impurity_decrease`` bounds. Adding a criterion means adding a code here and
-its branches in :func:`impurity` and :func:`leaf_value`; the grower does not change.
+that ``min_impurity_decrease`` bounds. Split search ranks candidates by a cheaper
+*proxy* of it (below). Adding a criterion means adding a code, its branches in
+:func:`impurity` and :func:`leaf_value`, and its proxy, around which
+:mod:`silva.engine.splitting` compiles its scans; the grower does not change.
 """
 
 import numba as nb
