@@ -436,23 +436,22 @@ def make_split_scratch(n_samples, n_features, n_bins, n_channels, n_words):
 
 @nb.njit(cache=True)
 def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_by_sample,
-                    stats,
-                    y, weight, sample_indices, start, end, node_sums, parent_impurity, root_weight,
-                    n_value_bins, is_categorical, missing_bin, lower, upper,
+                    stats, y, weight, sample_indices, start, end, node_sums, parent_impurity,
+                    root_weight, n_value_bins, is_categorical, missing_bin, lower, upper,
                     min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
                     n_classes, scratch, out_bitset):
     """Best split of the node holding ``sample_indices[start:end]``.
 
-
     ``bin_codes`` is feature-major, ``codes_by_sample`` the same codes sample-major.
     ``hist`` is the node's dense histogram when ``use_histogram`` is true; otherwise the
-    compact histograms are summed from the samples. ``scratch`` comes from
-    :func:`make_split_scratch`. Returns ``(improvement, feature,
-    last_left_bin, missing_go_left)``; feature is -1 when no split satisfies the leaf
-    constraints.
-    ``out_bitset`` receives the left category set of a categorical split. Under
-    absolute_error (which histograms cannot serve) each feature is searched from order
-    statistics of ``y`` and ``weight`` by :mod:`silva.engine.absolute_error`.
+    compact histograms are summed from the samples. Under absolute_error (which
+    histograms cannot serve) each feature is searched from order statistics of ``y`` and
+    ``weight`` by :mod:`silva.engine.absolute_error`. ``scratch`` comes from
+    :func:`make_split_scratch`.
+
+    Returns ``(improvement, feature, last_left_bin, missing_go_left)``; feature is -1 when
+    no split satisfies the leaf constraints. ``out_bitset`` receives the left category
+    set of a categorical split.
     """
     (feature_order, scratch_bins, scratch_sums, accumulator, present_bitmap,
      scratch_scores, node_stats, side_sums, bitset, all_seeds) = scratch
