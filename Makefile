@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean clear-jit-cache
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python -m pip install --quiet lightgbm
 	$(BIN)/python benchmarks/bench_tree.py
 
-clean:
+# numba's on-disk cache notices edits to a function's own file only: after changing one
+# engine module, functions in the others that call it keep their stale compiled code.
+clear-jit-cache:
+	find silva -name __pycache__ -type d -prune -exec rm -rf {} +
+
+clean: clear-jit-cache
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +
