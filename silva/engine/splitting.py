@@ -37,6 +37,7 @@ from silva.engine.criteria import (
     MISCLASSIFICATION,
     POISSON,
     SQUARED_ERROR,
+    category_score,
     entropy_proxy,
     gini_proxy,
     improvement,
@@ -63,14 +64,9 @@ def _children_large_enough(left, node_sums, min_samples_leaf):
 
 @nb.njit(cache=True)
 def _category_order(criterion, bins, sums, n_entries, target_class, scores):
+    """Entries (categories) sorted by their score, stably (see criteria.category_score)."""
     for e in range(n_entries):
-        weight = node_weight(criterion, sums[e])
-        if weight <= 0.0:
-            scores[e] = 0.0
-        elif criterion < SQUARED_ERROR:
-            scores[e] = sums[e, 1 + target_class] / weight
-        else:
-            scores[e] = sums[e, 2] / weight
+        scores[e] = category_score(criterion, sums[e], target_class)
     return np.argsort(scores[:n_entries], kind="mergesort")
 
 
