@@ -10,15 +10,117 @@ import numbers
 import numpy as np
 from sklearn.utils.validation import validate_data
 
+# ------------------------------------------------------------------- data frames
+#
+# pandas, polars and pyarrow tables are accepted everywhere. polars and pyarrow are
+# converted to pandas at the boundary (so that one code path encodes categories and
+# sklearn's ``validate_data`` records ``feature_names_in_``); neither library is imported
+# unless the caller passed one of its objects, so neither is a dependency of silva.
 
-def _is_dataframe(X):
+
+def _module_root(X):
+    return type(X).__module__.split(".", 1)[0]
+
+
+def _is_pandas(X):
     return hasattr(X, "columns") and hasattr(X, "dtypes") and hasattr(X, "iloc")
 
 
+def _is_polars(X):
+    return _module_root(X) == "polars" and hasattr(X, "columns") and hasattr(X, "get_column")
+
+
+def _is_arrow(X):
+    return (_module_root(X) == "pyarrow" and hasattr(X, "column_names")
+            and hasattr(X, "to_pandas"))
+
+
+def _is_dataframe(X):
+    """True for a pandas or polars DataFrame and a pyarrow Table or RecordBatch."""
+    return _is_pandas(X) or _is_polars(X) or _is_arrow(X)
+
+
+def frame_column_names(X):
+    """Column names of a data frame or table, as a list (None for other inputs)."""
+    if _is_arrow(X):
+        return list(X.column_names)
+    if _is_pandas(X) or _is_polars(X):
+        return list(X.columns)
+    return None
+
+
+def _require_pandas(kind):
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is in the dev and frames extras
+        raise ImportError(f"silva reads {kind} tables through pandas, which is not "
+                          "installed: pip install silva[frames]") from None
+    return pd
+
+
+def _polars_to_pandas(frame):
+    """A pandas frame with the same columns; polars Categorical and Enum columns become
+    pandas categories (an Enum keeps its category order, a Categorical is ordered by its
+    sorted values), String columns object columns, nulls NaN/None."""
+    pd = _require_pandas("polars")
+    import polars as pl
+
+    columns = {}
+    for name in frame.columns:
+        series = frame.get_column(name)
+        dtype = series.dtype
+        if isinstance(dtype, pl.Enum):
+            columns[name] = pd.Categorical(series.cast(pl.String).to_list(),
+                                           categories=list(dtype.categories))
+        elif dtype == pl.Categorical:
+            values = series.cast(pl.String).to_list()
+            present = sorted({v for v in values if v is not None})
+            columns[name] = pd.Categorical(values, categories=present)
+        elif dtype == pl.String:
+            columns[name] = np.array(series.to_list(), dtype=object)
+        else:
+            # Numeric nulls become NaN; a Boolean column with nulls becomes an object
+            # column of True/False/None, which "auto" still treats as categorical.
+            columns[name] = series.to_numpy()
+    return pd.DataFrame(columns, index=pd.RangeIndex(frame.height))
+
+
+def as_pandas_or_array(X):
+    """Convert a polars DataFrame or a pyarrow Table/RecordBatch to a pandas DataFrame;
+    return anything else unchanged. Estimators call this once at the boundary; every
+    other function here accepts all three kinds of frames anyway."""
+    if _is_polars(X):
+        return _polars_to_pandas(X)
+    if _is_arrow(X):
+        return _arrow_to_pandas(X)
+    return X
+
+
+def _arrow_to_pandas(table):
+    """A pandas frame of a pyarrow Table or RecordBatch. Dictionary columns become pandas
+    categories: an ordered dictionary keeps its order, an unordered one (whose order is
+    usually that of first appearance) is ordered by sorted values, as polars Categorical
+    and text columns are, so that the same data encodes the same way in every library."""
+    _require_pandas("pyarrow")
+    import pyarrow as pa
+
+    frame = table.to_pandas()
+    for field in table.schema:
+        if pa.types.is_dictionary(field.type) and not field.type.ordered:
+            column = frame[field.name]
+            try:
+                order = sorted(column.cat.categories)
+            except TypeError:  # mixed types: keep the dictionary's order
+                continue
+            frame[field.name] = column.cat.reorder_categories(order)
+    return frame
+
+
 def _auto_categorical_columns(X):
-    """Columns of a pandas frame whose dtype is category, object, string or bool."""
+    """Columns of a frame whose dtype is category, object, string or bool."""
     import pandas as pd
 
+    X = as_pandas_or_array(X)
     return np.array([
         isinstance(dtype, pd.CategoricalDtype)
         or pd.api.types.is_object_dtype(dtype)
@@ -28,12 +130,44 @@ def _auto_categorical_columns(X):
     ], dtype=bool)
 
 
+def check_frame_columns(expected, X):
+    """Raise a ValueError naming the columns when frame ``X`` does not have exactly the
+    columns ``expected`` (the names seen at fit), in the same order.
+
+    Columns are matched by position in the compiled code, so a frame whose columns are
+    reordered, missing or extra would silently mix features up."""
+    if expected is None or not _is_dataframe(X):
+        return
+    expected = [str(name) for name in expected]
+    got = [str(name) for name in frame_column_names(X)]
+    if got == expected:
+        return
+    missing = [name for name in expected if name not in got]
+    extra = [name for name in got if name not in expected]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing columns seen at fit: {missing}")
+        if extra:
+            parts.append(f"columns not seen at fit: {extra}")
+        raise ValueError("X does not have the columns the model was fitted on: "
+                         + "; ".join(parts) + ". Select the fit columns, e.g. "
+                         "X[model.feature_names_in_].")
+    moved = [name for name, want in zip(got, expected, strict=True) if name != want]
+    raise ValueError(f"X has the fit columns in another order (columns {moved} moved); "
+                     f"expected the order {expected}. Reorder them, e.g. "
+                     "X[model.feature_names_in_].")
+
+
 def resolve_categorical_features(categorical_features, X, n_features, feature_names):
     """Boolean mask of the categorical features.
 
-    ``categorical_features`` is None (none), ``"auto"`` (pandas category, object, string
-    and bool columns), a boolean mask, integer indices, or column names.
+    ``categorical_features`` is None (none), ``"auto"`` (category, object, string and
+    bool columns of a pandas, polars or pyarrow frame), a boolean mask, integer indices,
+    or column names.
     """
+    if _is_dataframe(X):
+        feature_names = frame_column_names(X)
     if categorical_features is None:
         return np.zeros(n_features, dtype=bool)
     if isinstance(categorical_features, str):
@@ -87,11 +221,23 @@ def resolve_categorical_features(categorical_features, X, n_features, feature_na
 class CategoryEncoder:
     """Turns the categorical columns of a data frame into category codes (floats, NaN
     for missing) with the categories learned at fit; values unseen at fit become NaN and
-    so follow each split's missing-value direction."""
+    so follow each split's missing-value direction.
+
+    Attributes
+    ----------
+    categories_ : dict of int to ndarray
+        Column position to its categories; code ``i`` is ``categories_[j][i]``. A pandas
+        category column keeps its own category order, any other column (object, string,
+        bool; polars and pyarrow columns after conversion) is ordered by sorted values.
+    columns_ : list of str or None
+        Column names seen at fit; :meth:`transform` refuses a frame whose columns differ.
+    """
 
     def fit(self, X, mask):
         import pandas as pd
 
+        X = as_pandas_or_array(X)
+        self.columns_ = [str(name) for name in X.columns]
         self.categories_ = {}
         for j in np.flatnonzero(mask):
             column = X.iloc[:, j]
@@ -99,14 +245,18 @@ class CategoryEncoder:
                 categories = np.asarray(column.cat.categories)
             else:
                 categories = np.sort(pd.unique(column.dropna()).astype(object))
-            self.categories_[j] = categories
+            self.categories_[int(j)] = categories
         return self
 
     def transform(self, X):
         import pandas as pd
 
+        X = as_pandas_or_array(X)
         if not self.categories_:
             return X
+        # Encoding is by position: check names first so that reordered columns cannot
+        # have one column's categories applied to another.
+        check_frame_columns(getattr(self, "columns_", None), X)
         encoded = X.copy()
         for j, categories in self.categories_.items():
             # -1 for missing values and for values not among the fit categories.
@@ -116,11 +266,50 @@ class CategoryEncoder:
 
 
 def validate_X(estimator, X, *, reset):
-    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected."""
+    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected.
+
+    Frames of pandas, polars or pyarrow are accepted (their column names become
+    ``feature_names_in_``); at predict time a frame must have the fit columns in the fit
+    order, else a ValueError names the missing, extra or moved columns.
+    """
+    X = as_pandas_or_array(X)
+    if not reset:
+        check_frame_columns(getattr(estimator, "feature_names_in_", None), X)
     return validate_data(
         estimator, X, reset=reset, dtype=np.float64, order="C",
         ensure_all_finite="allow-nan",
     )
+
+
+def prepare_X(estimator, X, *, reset, categorical_features=None):
+    """Validated float64 X for ``estimator``, categorical frame columns encoded.
+
+    The one call an estimator needs at fit (``reset=True``) and predict (``reset=False``):
+    converts polars/pyarrow input, resolves ``categorical_features`` (stored as
+    ``estimator.is_categorical_``), fits or applies a :class:`CategoryEncoder` (stored as
+    ``estimator._encoder``; None when there is nothing to encode) and records or checks
+    ``n_features_in_`` and ``feature_names_in_``.
+    """
+    X = as_pandas_or_array(X)
+    if not reset:
+        encoder = getattr(estimator, "_encoder", None)
+        if encoder is not None and _is_dataframe(X):
+            X = encoder.transform(X)
+        return validate_X(estimator, X, reset=False)
+    names = frame_column_names(X)
+    n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+    mask = None
+    if n_features is not None:
+        mask = resolve_categorical_features(categorical_features, X, n_features, names)
+    estimator._encoder = None
+    if _is_dataframe(X) and mask is not None and mask.any():
+        estimator._encoder = CategoryEncoder().fit(X, mask)
+        X = estimator._encoder.transform(X)
+    X = validate_X(estimator, X, reset=True)
+    if mask is None:
+        mask = resolve_categorical_features(categorical_features, X, X.shape[1], names)
+    estimator.is_categorical_ = mask
+    return X
 
 
 def check_categorical_codes(X, mask, max_bins, feature_names):

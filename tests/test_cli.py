@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import math
 import os
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sklearn.base import BaseEstimator, is_classifier
 from sklearn.datasets import load_breast_cancer
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor, cli
@@ -51,11 +53,14 @@ def test_entries_use_silva_estimators():
     assert datasets <= set(cli.DATASETS)
     for entry in cli.DEMO_ENTRIES:
         est = entry.factory()
-        expected = DecisionTreeRegressor if entry.dataset == "diabetes" else DecisionTreeClassifier
-        assert type(est) is expected
-        assert est.get_params()["random_state"] == 0
+        assert type(est).__module__.startswith("silva.")
+        assert is_classifier(est) == (entry.dataset != "diabetes")
+        if "random_state" in est.get_params():
+            assert est.get_params()["random_state"] == 0
         assert entry.name == type(est).__name__
-    # Factories build fresh estimators each call.
+    # The decision trees are there; factories build fresh estimators each call.
+    assert {type(e.factory()) for e in cli.DEMO_ENTRIES} >= {DecisionTreeClassifier,
+                                                             DecisionTreeRegressor}
     first = cli.DEMO_ENTRIES[0]
     assert first.factory() is not first.factory()
 
@@ -65,16 +70,17 @@ def test_demo_exit_code_and_table(demo_output):
     assert code == 0
     header, rows = table_rows(out)
     assert header.split() == [
-        "dataset", "model", "params", "metric", "test", "score", "fit", "ms", "leaves", "depth",
+        "dataset", "model", "params", "metric", "test", "score", "fit", "ms", "trees",
+        "leaves", "depth",
     ]  # fmt: skip
     assert len(rows) == len(cli.DEMO_ENTRIES)
     for row, entry in zip(rows, cli.DEMO_ENTRIES, strict=True):
-        dataset, model, params, metric, score, fit_ms, leaves, depth = row
+        dataset, model, params, metric, score, fit_ms, trees, leaves, depth = row
         assert dataset == entry.dataset
         assert model == entry.name
         assert params == cli.describe_params(entry.factory())
         score, fit_ms, leaves, depth = float(score), float(fit_ms), int(leaves), int(depth)
-        assert fit_ms >= 0
+        assert fit_ms >= 0 and int(trees) >= 1
         if dataset == "diabetes":
             assert metric == "R2"
             assert -1.0 < score <= 1.0
@@ -83,7 +89,7 @@ def test_demo_exit_code_and_table(demo_output):
             # Single trees do far better than chance on both datasets.
             assert score > (0.8 if dataset == "breast_cancer" else 0.6)
         assert leaves >= 2 and depth >= 1
-        if "max_depth=4" in params:
+        if "max_depth=4" in params and int(trees) == 1:
             assert depth <= 4 and leaves <= 16
     # A limited-depth setting really is in the list, next to an unlimited one.
     assert any(r[2] == "defaults" for r in rows)
@@ -177,3 +183,317 @@ def test_module_help_subprocess():
     )
     assert result.returncode == 0, result.stderr
     assert "usage: silva" in result.stdout and "demo" in result.stdout
+
+
+# ------------------------------------------------------- fit / predict / evaluate / show
+
+
+def run_cli(argv, capsys):
+    """(exit code, stdout, stderr) of ``silva argv``."""
+    code = cli.main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """A CSV and a Parquet file: text, bool and numeric columns, missing values, a text
+    class target and a float regression target."""
+    pd = pytest.importorskip("pandas")
+    import numpy as np
+
+    rng = np.random.RandomState(0)
+    n = 240
+    df = pd.DataFrame({
+        "color": rng.choice(["red", "green", "blue"], n),
+        "x": rng.rand(n).round(4),
+        "k": rng.randint(0, 5, n),
+        "flag": rng.rand(n) > 0.5,
+    })
+    df["label"] = np.where((df["color"] == "green") | (df["x"] > 0.7), "yes", "no")
+    df["price"] = (df["x"] * 10 + df["k"] + rng.rand(n)).round(3)
+    df.loc[::9, "x"] = np.nan
+    folder = tmp_path_factory.mktemp("cli")
+    df.to_csv(folder / "train.csv", index=False)
+    df.to_parquet(folder / "train.parquet")
+    df.drop(columns=["label"]).to_csv(folder / "features.csv", index=False)
+    df[["k", "x", "price"]].to_csv(folder / "numeric.csv", index=False)
+    return folder, df
+
+
+def test_fit_predict_evaluate_show_classification(data_dir, capsys, tmp_path):
+    import numpy as np
+
+    folder, df = data_dir
+    model_path = tmp_path / "model.silva"
+    code, out, err = run_cli(["fit", folder / "train.csv", "--target", "label", "--param",
+                              "max_depth=4", "--out", model_path], capsys)
+    assert code == 0, err
+    assert "DecisionTreeClassifier: classification of 'label' (non-numeric values" in out
+    assert "2 categorical" in out and model_path.exists()
+    from silva.persistence import load, read_metadata
+
+    model = load(model_path)
+    assert model.max_depth == 4 and model.random_state == 0
+    assert model.categorical_features == "auto"
+    assert model.is_categorical_.tolist() == [True, False, False, True, False]
+    assert read_metadata(model_path)["user"]["target"] == "label"
+    features = df.drop(columns=["label"])
+
+    # predict: CSV on stdout, one row per input row, the model's own predictions; the
+    # target column in the file is ignored, and a file without it works too
+    for data in ("train.csv", "features.csv"):
+        code, out, err = run_cli(["predict", model_path, folder / data], capsys)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0] == "prediction" and len(lines) == len(df) + 1
+        assert lines[1:] == model.predict(features).tolist()
+    code, out, _ = run_cli(["predict", model_path, folder / "train.csv", "--proba"], capsys)
+    rows = [line.split(",") for line in out.splitlines()]
+    assert rows[0] == ["proba_no", "proba_yes"]
+    proba = np.array(rows[1:], dtype=float)
+    np.testing.assert_allclose(proba, model.predict_proba(features))
+    target = tmp_path / "predictions.csv"
+    assert run_cli(["predict", model_path, folder / "train.csv", "--out", target],
+                   capsys)[0] == 0
+    assert target.read_text().splitlines()[1:] == model.predict(features).tolist()
+
+    # evaluate: a metrics table whose accuracy is the model's
+    code, out, err = run_cli(["evaluate", model_path, folder / "train.csv"], capsys)
+    assert code == 0, err
+    values = dict(re.findall(r"^(accuracy|log loss|ROC AUC)\s+(\S+)$", out, re.M))
+    assert float(values["accuracy"]) == pytest.approx(
+        model.score(features, df["label"]), abs=1e-4)
+    assert set(values) == {"accuracy", "log loss", "ROC AUC"}
+
+    # show: class, parameters, features, importances, the first levels of the tree
+    code, out, err = run_cli(["show", model_path, "--depth", "1"], capsys)
+    assert code == 0, err
+    assert out.startswith("DecisionTreeClassifier (model file format 1")
+    assert "parameters: categorical_features='auto', max_depth=4" in out
+    assert "features: 5: color, x, k, flag, price" in out and "classes: no, yes" in out
+    top = features.columns[np.argmax(model.feature_importances_)]
+    assert re.search(rf"^{re.escape(top)}\s+0\.\d{{4}}$", out, re.M)
+    tree_lines = [line for line in out.splitlines() if line.startswith("|")]
+    assert tree_lines and all(line.count("|") <= 3 for line in tree_lines)
+
+
+def test_fit_regression_from_parquet_and_task_override(data_dir, capsys, tmp_path):
+    import numpy as np
+
+    folder, df = data_dir
+    path = tmp_path / "reg.silva"
+    code, out, err = run_cli(["fit", folder / "train.parquet", "--target", "price",
+                              "--param", "criterion='absolute_error'", "--param",
+                              "min_samples_leaf=5", "--out", path], capsys)
+    assert code == 0, err
+    assert "DecisionTreeRegressor: regression of 'price'" in out
+    from silva.persistence import load
+
+    model = load(path)
+    assert model.criterion == "absolute_error" and model.min_samples_leaf == 5
+    code, out, _ = run_cli(["evaluate", path, folder / "train.csv", "--target", "price"],
+                           capsys)
+    assert code == 0
+    r2 = float(re.search(r"^R2\s+(\S+)$", out, re.M).group(1))
+    assert r2 == pytest.approx(model.score(df.drop(columns=["price"]), df["price"]), abs=1e-4)
+    # k holds five integers: classification unless told otherwise
+    code, out, _ = run_cli(["fit", folder / "numeric.csv", "--target", "k", "--out",
+                            tmp_path / "k.silva"], capsys)
+    assert code == 0 and "classification of 'k' (5 distinct integer values)" in out
+    code, out, _ = run_cli(["fit", folder / "numeric.csv", "--target", "k", "--task",
+                            "regression", "--out", tmp_path / "k.silva"], capsys)
+    assert code == 0 and "regression of 'k' (--task)" in out
+    code, out, _ = run_cli(["predict", tmp_path / "k.silva", folder / "numeric.csv"], capsys)
+    predictions = np.array(out.splitlines()[1:], dtype=float)
+    assert code == 0 and len(predictions) == len(df)
+    assert type(load(tmp_path / "k.silva")) is DecisionTreeRegressor
+    np.testing.assert_allclose(predictions, df["k"])  # a fully grown tree fits k exactly
+
+
+def test_infer_task():
+    import numpy as np
+
+    assert cli.infer_task(np.array(["a", "b"]))[0] == "classification"
+    assert cli.infer_task(np.array([True, False]))[0] == "classification"
+    assert cli.infer_task(np.array([0, 1, 2, 1]))[0] == "classification"
+    assert cli.infer_task(np.array([0.0, 1.0, np.nan]))[0] == "classification"
+    assert cli.infer_task(np.arange(21))[0] == "regression"  # too many integers
+    assert cli.infer_task(np.array([0.5, 1.0, 2.0])) == ("regression",
+                                                          "3 distinct numeric values")
+
+
+def test_parse_param():
+    assert cli.parse_param("max_depth=3") == ("max_depth", 3)
+    assert cli.parse_param("max_features=0.5") == ("max_features", 0.5)
+    assert cli.parse_param("max_depth=None") == ("max_depth", None)
+    assert cli.parse_param("categorical_features=[0, 2]") == ("categorical_features", [0, 2])
+    assert cli.parse_param("criterion=entropy") == ("criterion", "entropy")
+    assert cli.parse_param("criterion='entropy'") == ("criterion", "entropy")
+    assert cli.parse_param("max_depth=abc") == ("max_depth", "abc")
+    for bad in ("max_depth", "=3", "two words=1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
+            cli.parse_param(bad)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["fit", "{d}/train.csv", "--target", "nope", "--out", "{t}/m.silva"],
+     r"column 'nope' not found in .*train.csv \(its columns: color, x, k, flag, label"),
+    (["fit", "{d}/absent.csv", "--target", "label", "--out", "{t}/m.silva"],
+     r"cannot read .*absent.csv: no such file"),
+    (["fit", "{d}/garbage.csv", "--target", "label", "--out", "{t}/m.silva"],
+     r"cannot read .*garbage.csv as CSV"),
+    (["fit", "{d}/garbage.parquet", "--target", "label", "--out", "{t}/m.silva"],
+     r"cannot read .*garbage.parquet as Parquet"),
+    (["fit", "{d}/train.csv", "--target", "label", "--param", "max_depth=abc", "--out",
+      "{t}/m.silva"], r"cannot fit DecisionTreeClassifier \(max_depth='abc'\): max_depth "
+                      r"must be an int"),
+    (["fit", "{d}/train.csv", "--target", "label", "--param", "max_depth=0", "--out",
+      "{t}/m.silva"], r"max_depth must be >= 1; got 0"),
+    (["fit", "{d}/train.csv", "--target", "label", "--param", "depth=3", "--out",
+      "{t}/m.silva"], r"unknown parameter \['depth'\] for DecisionTreeClassifier; valid: "),
+    (["fit", "{d}/train.csv", "--target", "label", "--task", "regression", "--out",
+      "{t}/m.silva"], r"target 'label' is not numeric; use --task classification"),
+    (["fit", "{d}/train.csv", "--target", "price", "--model", "id3", "--task",
+      "regression", "--out", "{t}/m.silva"], r"model 'id3' does not do regression"),
+    (["fit", "{d}/train.csv", "--target", "label", "--out", "{d}/no/such/dir/m.silva"],
+     r"cannot write .*m.silva"),
+    (["predict", "{d}/train.csv", "{d}/train.csv"], r"cannot load model .*train.csv: .*not a "
+                                                    r"silva model file"),
+    (["predict", "{d}/corrupt.silva", "{d}/train.csv"], r"cannot load model .*corrupt.silva"
+                                                        r": .*(corrupted|truncated)"),
+    (["predict", "{d}/absent.silva", "{d}/train.csv"], r"cannot read model .*: no such file"),
+    (["predict", "{d}/model.silva", "{d}/numeric.csv"],
+     r"feature columns 'color', 'flag' not found in .*numeric.csv"),
+    (["evaluate", "{d}/model.silva", "{d}/features.csv"], r"column 'label' not found"),
+    (["show", "{d}/garbage.csv"], r"cannot load model"),
+])
+def test_errors_exit_one_with_a_message(data_dir, capsys, tmp_path, argv, message):
+    folder, _ = data_dir
+    if not (folder / "model.silva").exists():
+        (folder / "garbage.csv").write_bytes(b'a,b\n1,2,3\n"unclosed\n')
+        (folder / "garbage.parquet").write_bytes(b"PAR1 not really")
+        assert cli.main(["fit", str(folder / "train.csv"), "--target", "label", "--out",
+                         str(folder / "model.silva")]) == 0
+        data = (folder / "model.silva").read_bytes()
+        (folder / "corrupt.silva").write_bytes(data[:100] + b"x" + data[101:])
+        capsys.readouterr()
+    argv = [a.format(d=folder, t=tmp_path) for a in argv]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 1
+    assert err.startswith(f"silva {argv[0]}: error: ") and err.count("\n") == 1
+    assert re.search(message, err), err
+
+
+def test_bad_param_syntax_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["fit", "x.csv", "--target", "y", "--param", "max_depth", "--out", "m"])
+    assert exc.value.code == 2
+    assert "expected key=value, got 'max_depth'" in capsys.readouterr().err
+
+
+def test_models_missing_from_the_build_are_named(data_dir, capsys, tmp_path, monkeypatch):
+    folder, _ = data_dir
+    monkeypatch.setitem(cli.MODELS, "gbm", ("silva.not_written_yet:Booster", None))
+    code, _, err = run_cli(["fit", folder / "train.csv", "--target", "label", "--model",
+                            "gbm", "--out", tmp_path / "m.silva"], capsys)
+    assert code == 1
+    assert "model 'gbm' is not available in this build" in err
+    monkeypatch.setitem(cli.MODELS, "gbm", ("silva.decision_tree:NoSuchClass", None))
+    assert "model 'gbm' is not available in this build" in run_cli(
+        ["fit", folder / "train.csv", "--target", "label", "--model", "gbm", "--out",
+         tmp_path / "m.silva"], capsys)[2]
+
+
+def test_registry_names_classes_lazily():
+    assert set(cli.MODELS) >= {"tree", "id3", "c45", "rf", "et", "bagging", "gbm", "ada",
+                               "stack"}
+    for classification, regression in cli.MODELS.values():
+        for target in (classification, regression):
+            assert target is None or re.fullmatch(r"silva\.[\w.]+:\w+", target)
+    assert cli.resolve_model("tree", "regression") is DecisionTreeRegressor
+
+
+def test_plain_csv_without_pandas(data_dir, capsys, tmp_path, monkeypatch):
+    import numpy as np
+
+    folder, df = data_dir
+    monkeypatch.setattr(cli, "_pandas", lambda: None)
+    path = tmp_path / "plain.silva"
+    code, out, err = run_cli(["fit", folder / "numeric.csv", "--target", "price", "--out",
+                              path], capsys)
+    assert code == 0, err
+    assert "regression of 'price'" in out and "0 categorical" in out
+    code, out, err = run_cli(["predict", path, folder / "numeric.csv"], capsys)
+    assert code == 0, err
+    predicted = np.array(out.splitlines()[1:], dtype=float)
+    from silva.persistence import load
+
+    expected = load(path).predict(df[["k", "x"]].to_numpy())
+    np.testing.assert_allclose(predicted, expected)
+    code, _, err = run_cli(["fit", folder / "train.csv", "--target", "label", "--out", path],
+                           capsys)
+    assert code == 1 and "columns ['color', 'flag'] of" in err and "pip install" in err
+
+
+def test_demo_writes_plots(tmp_path, capsys, monkeypatch):
+    entries = [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", cli._clf(max_depth=3)),
+               cli.DemoEntry("diabetes", "DecisionTreeRegressor", cli._reg(max_depth=3))]
+    monkeypatch.setattr(cli, "DEMO_ENTRIES", entries)
+    plots = tmp_path / "plots"
+    assert cli.main(["demo", "--no-warm-up", "--plots", str(plots)]) == 0
+    out = capsys.readouterr().out
+    written = sorted(p.name for p in plots.iterdir())
+    assert written == ["00_breast_cancer_DecisionTreeClassifier_importance.png",
+                       "00_breast_cancer_DecisionTreeClassifier_tree.png",
+                       "01_diabetes_DecisionTreeRegressor_importance.png",
+                       "01_diabetes_DecisionTreeRegressor_tree.png",
+                       "boundary_breast_cancer_DecisionTreeClassifier.png"]
+    assert f"5 plots written to {plots}" in out
+    for path in plots.iterdir():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 5000
+
+
+def test_exit_codes_in_a_subprocess(data_dir, tmp_path):
+    folder, _ = data_dir
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run(
+        [sys.executable, "-m", "silva.cli", "fit", str(folder / "train.csv"), "--target",
+         "missing_column", "--out", str(tmp_path / "m.silva")],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert result.returncode == 1
+    assert "column 'missing_column' not found" in result.stderr
+    assert result.stdout == ""
+
+
+class ForeignWrapper(BaseEstimator):
+    """A model outside silva (so its file needs pickle), for --allow-pickle."""
+
+    def fit(self, X, y):
+        from sklearn.linear_model import LogisticRegression
+
+        self.inner_ = LogisticRegression().fit(X.fillna(0.0), y)
+        self.feature_names_in_ = self.inner_.feature_names_in_
+        self.classes_ = self.inner_.classes_
+        return self
+
+    def predict(self, X):
+        return self.inner_.predict(X.fillna(0.0))
+
+
+def test_allow_pickle_is_needed_at_both_ends(data_dir, capsys, tmp_path, monkeypatch):
+    folder, _ = data_dir
+    monkeypatch.setitem(cli.MODELS, "stack", (f"{__name__}:ForeignWrapper", None))
+    path = tmp_path / "foreign.silva"
+    fit = ["fit", folder / "numeric.csv", "--target", "k", "--model", "stack", "--out", path]
+    code, _, err = run_cli(fit, capsys)
+    assert code == 1 and "non-silva class" in err and "add --allow-pickle" in err
+    assert not path.exists()
+    code, _, err = run_cli([*fit, "--allow-pickle"], capsys)
+    assert code == 0, err
+    code, _, err = run_cli(["predict", path, folder / "numeric.csv"], capsys)
+    assert code == 1 and "pass --allow-pickle for a file you trust" in err
+    code, out, err = run_cli(["predict", path, folder / "numeric.csv", "--allow-pickle"],
+                             capsys)
+    assert code == 0, err
+    assert len(out.splitlines()) == 241

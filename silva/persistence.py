@@ -1,0 +1,949 @@
+"""Model files: save and load any silva estimator without pickle; JSON dumps of trees.
+
+A model file (format ``silva-model``, version :data:`FORMAT_VERSION`; the full description
+is ``docs/model-format.md``) is a zip archive of
+
+- ``model.json``: metadata (format, versions, the estimator's class and parameters) and
+  the estimator's state as a JSON tree of tagged values;
+- ``arrays/<n>.npy``: every numpy array of that state, written by :func:`numpy.save` with
+  ``allow_pickle=False``;
+- ``pickles/<n>.pkl``: only when saved with ``allow_pickle=True``, objects of foreign
+  (non-silva) classes, such as a scikit-learn final estimator of a stacking ensemble;
+- ``manifest.json``: the SHA-256 and size of every other member;
+- the archive comment, which ends the file: ``silva-model sha256=`` and the SHA-256 of
+  every byte of the file before the digest.
+
+Estimators are stored generically, so a new silva estimator needs no code here: an object
+of a class defined under ``silva.`` (or registered with :func:`register_safe_class`) is
+stored as its class path and its instance state (``__getstate__``, i.e. ``__dict__``:
+parameters, fitted attributes ending in ``_`` and private state such as ``_encoder``),
+recursively. State values may be None, bools, ints, floats (NaN and infinities too),
+strings, numpy arrays of any non-object dtype, object arrays of such values, numpy
+scalars, dtypes and scalar types, ``RandomState`` objects, lists, tuples, sets, dicts with
+any such keys, scikit-learn ``Bunch`` objects, and further silva objects. Shared
+references (one array or tree reachable twice) are stored once and loaded as one object.
+
+Loading never executes code from the file: arrays are read with ``allow_pickle=False``,
+and only classes under ``silva.`` (or registered) are instantiated, by ``cls.__new__`` and
+``__setstate__``/``__dict__`` as pickle does, without calling ``__init__``. A file holding
+pickles is refused unless ``load(..., allow_pickle=True)``. Every member's checksum is
+verified before anything is decoded, so a truncated, corrupted or edited file raises a
+``ValueError``. (Checksums catch accidents and naive edits; someone who recomputes them
+can change a file undetected, but still cannot make loading run code.)
+
+Writes are atomic: the file is written to a temporary file in the target's directory and
+moved over the target with :func:`os.replace`, so a crash never leaves a half-written
+model under the target name.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import importlib
+import io
+import json
+import math
+import os
+import pickle
+import tempfile
+import zipfile
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "PersistenceMixin",
+    "dump_json",
+    "iter_trees",
+    "load",
+    "read_metadata",
+    "register_safe_class",
+    "save",
+    "trees_to_dict",
+]
+
+FORMAT_NAME = "silva-model"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+MODEL_JSON = "model.json"
+_COMMENT_PREFIX = b"silva-model sha256="
+_DIGEST_LENGTH = 64
+# Fixed member timestamps make the bytes of a file depend on the model only.
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_COMPRESS_LEVEL = 1
+
+_SAFE_CLASSES: dict[str, type] = {}
+
+# Type objects that may appear as values (a ``dtype=np.float32`` parameter, say): Python's
+# and numpy's scalar types, by name. Only these are looked up at load.
+_SCALAR_TYPES: dict[str, type] = {
+    **{name: getattr(builtins, name)
+       for name in ("bool", "int", "float", "complex", "str", "bytes", "object")},
+    **{f"numpy.{name}": getattr(np, name) for name in (
+        "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float16", "float32", "float64", "longdouble", "complex64", "complex128",
+        "str_", "bytes_", "object_", "datetime64", "timedelta64", "intp", "uintp")},
+}
+_SCALAR_TYPE_NAMES = {cls: name for name, cls in reversed(list(_SCALAR_TYPES.items()))}
+
+
+def register_safe_class(cls):
+    """Allow objects of ``cls`` (a class outside ``silva.``) in model files without pickle.
+
+    Their state is stored like a silva estimator's, and :func:`load` may instantiate the
+    class (with ``__new__``, without ``__init__``). Register only classes whose
+    ``__setstate__`` (if any) is safe to run on untrusted data: subclasses of silva
+    estimators written by users, or plugins. Returns ``cls``, so it works as a decorator.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_safe_class needs a class; got {cls!r}.")
+    _SAFE_CLASSES[_class_path(cls)] = cls
+    return cls
+
+
+def _class_path(cls):
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _is_silva_class(cls):
+    module = getattr(cls, "__module__", "") or ""
+    return module == "silva" or module.startswith("silva.")
+
+
+def _generic_class(cls):
+    """Whether objects of ``cls`` are stored as class path + state (else pickle or fail)."""
+    return ((_is_silva_class(cls) and "<locals>" not in cls.__qualname__)
+            or _SAFE_CLASSES.get(_class_path(cls)) is cls)
+
+
+def _resolve_class(path, where):
+    """The class named ``path`` in a file, if it may be instantiated; else ValueError."""
+    if path in _SAFE_CLASSES:
+        return _SAFE_CLASSES[path]
+    module_name, _, name = path.rpartition(".")
+    if not (module_name == "silva" or module_name.startswith("silva.")) or not name:
+        raise ValueError(
+            f"the model file asks for the class {path!r} at {where}; only silva classes (and "
+            "classes passed to silva.persistence.register_safe_class) are instantiated "
+            "from a model file.")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(f"the model file needs {path!r} (at {where}), which this silva "
+                         f"cannot import: {error}. Was it saved by a newer silva?") from None
+    cls = getattr(module, name, None)
+    if not isinstance(cls, type) or not _is_silva_class(cls) or _class_path(cls) != path:
+        raise ValueError(f"the model file names {path!r} at {where}, which is not a silva "
+                         "class.")
+    return cls
+
+
+# ------------------------------------------------------------------------ encoding
+#
+# The state becomes JSON in which Python's None, bools, ints, strings and lists stand
+# for themselves and every other value is an object tagged by its "$" key:
+#   {"$": "float", "value": "nan"}               non-finite float
+#   {"$": "ndarray", "member": "arrays/3.npy"}   numpy array (non-object dtype)
+#   {"$": "object_array", "shape": [..], "items": [..]}  object array of scalars
+#   {"$": "scalar", "dtype": "<i8", "value": ..} numpy scalar
+#   {"$": "dtype", "descr": "<f8"}               numpy dtype
+#   {"$": "tuple" | "set", "items": [..]}
+#   {"$": "dict", "items": [[key, value], ..]}
+#   {"$": "bunch", "items": [[key, value], ..]}  sklearn.utils.Bunch
+#   {"$": "type", "name": "numpy.float32"}       a Python or numpy scalar type
+#   {"$": "random_state", "state": [..]}         numpy RandomState
+#   {"$": "object", "class": "silva...", "id": n, "state": {..}}
+#   {"$": "pickle", "class": "...", "member": "pickles/0.pkl", "id": n}
+#   {"$": "ref", "id": n}                        the object stored earlier with id n
+# Plain floats are JSON numbers (Python writes them with round-trip precision).
+
+
+class _Encoder:
+    def __init__(self, allow_pickle):
+        self.allow_pickle = allow_pickle
+        self.members: dict[str, bytes] = {}
+        self.memo: dict[int, int] = {}
+        self.keep_alive: list[Any] = []  # keeps ids in memo unique while encoding
+        self.pickled: list[dict] = []
+        self.n_arrays = 0
+        self.n_pickles = 0
+
+    def _remember(self, obj):
+        identity = len(self.memo)
+        self.memo[id(obj)] = identity
+        self.keep_alive.append(obj)
+        return identity
+
+    def encode(self, value, where):
+        if value is None or type(value) in (bool, int, str):
+            return value
+        if type(value) is float:
+            if math.isfinite(value):
+                return value
+            return {"$": "float", "value": repr(value)}
+        if isinstance(value, np.generic):
+            return self._encode_scalar(value, where)
+        if isinstance(value, np.dtype):
+            return {"$": "dtype", "descr": _dtype_text(value, where)}
+        if isinstance(value, type) and value in _SCALAR_TYPES.values():
+            # e.g. ``dtype=np.float32`` parameters: a scalar type, not an instance
+            return {"$": "type", "name": _SCALAR_TYPE_NAMES[value]}
+        if id(value) in self.memo:
+            return {"$": "ref", "id": self.memo[id(value)]}
+        if isinstance(value, np.ndarray):
+            return self._encode_array(value, where)
+        if type(value) is list:
+            return [self.encode(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        if type(value) is tuple:
+            return {"$": "tuple",
+                    "items": [self.encode(item, f"{where}[{i}]") for i, item in enumerate(value)]}
+        if type(value) in (set, frozenset):
+            items = sorted(value, key=repr)  # a deterministic file for the same set
+            return {"$": "set", "items": [self.encode(item, f"{where}{{}}") for item in items]}
+        if type(value) is dict:
+            return {"$": "dict", "items": [
+                [self.encode(key, f"{where} key"), self.encode(item, f"{where}[{key!r}]")]
+                for key, item in value.items()]}
+        if _is_bunch(value):
+            # scikit-learn's attribute-access dict (``named_estimators_`` of voting and
+            # stacking): rebuilt by this module, so no pickle is needed.
+            return {"$": "bunch", "items": [
+                [self.encode(key, f"{where} key"), self.encode(item, f"{where}[{key!r}]")]
+                for key, item in value.items()]}
+        if type(value) is np.random.RandomState:
+            name, keys, pos, has_gauss, cached = value.get_state()
+            identity = self._remember(value)
+            return {"$": "random_state", "id": identity,
+                    "state": [name, self._encode_array(keys, where), int(pos),
+                              int(has_gauss), float(cached)]}
+        if _generic_class(type(value)):
+            return self._encode_object(value, where)
+        return self._encode_foreign(value, where)
+
+    def _encode_scalar(self, value, where):
+        dtype = value.dtype
+        if dtype.kind in "biuf":
+            item = value.item()
+            if dtype.kind == "f" and not math.isfinite(item):
+                item = repr(item)
+            return {"$": "scalar", "dtype": dtype.str, "value": item}
+        # Other numpy scalars (complex, datetime, bytes, ...) go through a 0-d array.
+        return {"$": "scalar", "dtype": dtype.str,
+                "array": self._encode_array(np.asarray(value), where)}
+
+    def _encode_array(self, array, where):
+        if array.dtype.hasobject:
+            # Object arrays (feature names, string classes, arrays of estimators) are
+            # stored element by element, so loading them needs no pickle.
+            identity = self._remember(array)
+            items = [self.encode(item, f"{where}[{i}]") for i, item in enumerate(array.ravel())]
+            return {"$": "object_array", "id": identity, "shape": list(array.shape),
+                    "items": items}
+        name = f"arrays/{self.n_arrays}.npy"
+        self.n_arrays += 1
+        buffer = io.BytesIO()
+        _dtype_text(array.dtype, where)
+        np.save(buffer, np.asarray(array), allow_pickle=False)
+        self.members[name] = buffer.getvalue()
+        identity = self._remember(array)
+        return {"$": "ndarray", "id": identity, "member": name}
+
+    def _encode_object(self, obj, where):
+        identity = self._remember(obj)
+        state = obj.__getstate__() if hasattr(obj, "__getstate__") else vars(obj)
+        if state is None:
+            state = {}
+        if type(state) is not dict:
+            raise ValueError(f"cannot save {where}: {_class_path(type(obj))}.__getstate__ "
+                             "does not return a dict.")
+        return {
+            "$": "object",
+            "class": _class_path(type(obj)),
+            "id": identity,
+            "state": {str(key): self.encode(item, f"{where}.{key}")
+                      for key, item in state.items()},
+        }
+
+    def _encode_foreign(self, obj, where):
+        path = _class_path(type(obj))
+        if not self.allow_pickle:
+            raise ValueError(
+                f"cannot save {where}, an object of the non-silva class {path}, without "
+                "pickle. Pass allow_pickle=True to save(...) to store it with pickle; "
+                "loading the file will then need allow_pickle=True as well.")
+        identity = self._remember(obj)
+        name = f"pickles/{self.n_pickles}.pkl"
+        self.n_pickles += 1
+        try:
+            self.members[name] = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as error:
+            raise ValueError(f"cannot pickle {where} ({path}): {error}") from error
+        self.pickled.append({"where": where, "class": path, "member": name})
+        return {"$": "pickle", "class": path, "id": identity, "member": name}
+
+
+def _is_bunch(value):
+    from sklearn.utils import Bunch
+
+    return type(value) is Bunch and all(type(key) is str for key in value)
+
+
+def _dtype_text(dtype, where):
+    if dtype.hasobject or dtype.fields is not None or dtype.subdtype is not None:
+        raise ValueError(f"cannot save {where}: numpy dtype {dtype} is not supported.")
+    return dtype.str
+
+
+class _Decoder:
+    def __init__(self, read_member, allow_pickle):
+        self.read_member = read_member
+        self.allow_pickle = allow_pickle
+        self.objects: dict[int, Any] = {}
+
+    def decode(self, value, where):
+        if value is None or isinstance(value, bool | int | float | str):
+            return value
+        if isinstance(value, list):
+            return [self.decode(item, f"{where}[{i}]") for i, item in enumerate(value)]
+        if not isinstance(value, dict) or "$" not in value:
+            raise ValueError(f"malformed model file: unexpected value at {where}.")
+        tag = value["$"]
+        if tag == "float":
+            return float(value["value"])
+        if tag == "scalar":
+            dtype = np.dtype(value["dtype"])
+            if "array" in value:
+                return self.decode(value["array"], where)[()]
+            item = value["value"]
+            return dtype.type(float(item) if isinstance(item, str) else item)
+        if tag == "dtype":
+            return np.dtype(value["descr"])
+        if tag == "type":
+            try:
+                return _SCALAR_TYPES[value["name"]]
+            except KeyError:
+                raise ValueError(f"malformed model file: unknown type {value['name']!r} at "
+                                 f"{where}.") from None
+        if tag == "tuple":
+            return tuple(self.decode(item, where) for item in value["items"])
+        if tag == "set":
+            return {self.decode(item, where) for item in value["items"]}
+        if tag == "dict":
+            return {self.decode(key, where): self.decode(item, f"{where}[{key!r}]")
+                    for key, item in value["items"]}
+        if tag == "bunch":
+            from sklearn.utils import Bunch
+
+            return Bunch(**{self.decode(key, where): self.decode(item, f"{where}[{key!r}]")
+                            for key, item in value["items"]})
+        if tag == "ref":
+            try:
+                return self.objects[value["id"]]
+            except KeyError:
+                raise ValueError(f"malformed model file: dangling reference at {where}.") \
+                    from None
+        if tag == "ndarray":
+            data = self.read_member(value["member"])
+            try:
+                array = np.load(io.BytesIO(data), allow_pickle=False)
+            except ValueError as error:
+                raise ValueError(f"model file member {value['member']} is not a plain "
+                                 f"numpy array: {error}") from None
+            self.objects[value["id"]] = array
+            return array
+        if tag == "object_array":
+            array = np.empty(len(value["items"]), dtype=object)
+            self.objects[value["id"]] = array
+            for i, item in enumerate(value["items"]):
+                array[i] = self.decode(item, f"{where}[{i}]")
+            array = array.reshape(value["shape"])
+            self.objects[value["id"]] = array
+            return array
+        if tag == "random_state":
+            name, keys, pos, has_gauss, cached = value["state"]
+            state = np.random.RandomState()
+            state.set_state((name, self.decode(keys, where), pos, has_gauss, cached))
+            self.objects[value["id"]] = state
+            return state
+        if tag == "object":
+            cls = _resolve_class(value["class"], where)
+            obj = cls.__new__(cls)
+            # Registered before its state is decoded, so cycles resolve to this object.
+            self.objects[value["id"]] = obj
+            state = {key: self.decode(item, f"{where}.{key}")
+                     for key, item in value["state"].items()}
+            if any(key.startswith("__") for key in state):
+                raise ValueError(f"malformed model file: dunder attribute at {where}.")
+            setstate = getattr(cls, "__setstate__", None)
+            if setstate is not None:
+                obj.__setstate__(state)
+            else:
+                obj.__dict__.update(state)
+            return obj
+        if tag == "pickle":
+            if not self.allow_pickle:  # checked up front by load(); kept as a safeguard
+                raise ValueError(f"{where} is pickled; pass allow_pickle=True to load it.")
+            obj = pickle.loads(self.read_member(value["member"]))  # noqa: S301 - opted in
+            self.objects[value["id"]] = obj
+            return obj
+        raise ValueError(f"malformed model file: unknown tag {tag!r} at {where}.")
+
+
+# ------------------------------------------------------------------------ save / load
+
+
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
+
+
+def _jsonable(value):
+    """A JSON-friendly, readable rendering of a parameter value (metadata only)."""
+    if value is None or isinstance(value, bool | str):
+        return value
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else repr(float(value))
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item) for key, item in value.items()}
+    # No repr: it may hold a memory address, and the file should depend on the model only.
+    return f"<{_class_path(type(value))}>"
+
+
+def _versions():
+    import sklearn
+
+    import silva
+
+    return {"silva": getattr(silva, "__version__", "unknown"), "numpy": np.__version__,
+            "scikit-learn": sklearn.__version__}
+
+
+def save(model, path, *, allow_pickle=False, metadata=None):
+    """Write ``model`` (any silva estimator, fitted or not) to the model file ``path``.
+
+    Parameters
+    ----------
+    model : object
+        A silva estimator (or any object of a silva or registered class).
+    path : str or path-like, or a writable binary file object
+        Target file; conventionally ``*.silva``. A path is written atomically (temporary
+        file in the same directory, then :func:`os.replace`); a file object is written in
+        place.
+    allow_pickle : bool, default=False
+        Store objects of foreign (non-silva) classes, e.g. a scikit-learn estimator inside
+        a stacking ensemble, with pickle. Without it such objects raise a ValueError that
+        names them. Loading such a file needs ``allow_pickle=True`` too.
+    metadata : dict, default=None
+        Extra JSON-serialisable information stored under ``"user"`` in ``model.json``
+        (the command line stores the target column and the task there); see
+        :func:`read_metadata`.
+
+    Returns
+    -------
+    path : the ``path`` argument.
+
+    Raises
+    ------
+    ValueError
+        If part of the model cannot be stored (the message gives its attribute path, e.g.
+        ``model.estimators_[3].callback``).
+    """
+    encoder = _Encoder(bool(allow_pickle))
+    root = encoder.encode(model, "model")
+    get_params = getattr(model, "get_params", None)
+    params = _jsonable(get_params(deep=False)) if callable(get_params) else None
+    document = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "versions": _versions(),
+        "estimator": _class_path(type(model)),
+        "params": params,
+        "pickled": encoder.pickled,
+        "user": metadata,
+        "root": root,
+    }
+    try:
+        model_json = json.dumps(document, indent=1, allow_nan=False).encode("utf-8")
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"metadata is not JSON-serialisable: {error}") from None
+    data = _pack({MODEL_JSON: model_json, **encoder.members})
+    if hasattr(path, "write"):
+        path.write(data)
+    else:
+        _atomic_write(os.fspath(path), lambda file: file.write(data))
+    return path
+
+
+def _pack(members):
+    """The bytes of a model file holding ``members`` (name -> bytes), with its manifest
+    of member checksums and, in the archive comment, the checksum of the whole file."""
+    manifest = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "members": {name: {"sha256": _sha256(data), "size": len(data)}
+                    for name, data in members.items()},
+    }
+    manifest_bytes = json.dumps(manifest, indent=1).encode("utf-8")
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        # The comment ends the file; its digest is patched in once the rest is written.
+        archive.comment = _COMMENT_PREFIX + b"0" * _DIGEST_LENGTH
+        for name, data in [(MANIFEST, manifest_bytes), *members.items()]:
+            info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            # Level 1: tree arrays (small ints, repeated values) shrink several times at
+            # level 1 already; higher levels cost several times the time for a few %.
+            archive.writestr(info, data, compresslevel=_COMPRESS_LEVEL)
+    data = bytearray(buffer.getvalue())
+    data[-_DIGEST_LENGTH:] = _sha256(bytes(data[:-_DIGEST_LENGTH])).encode("ascii")
+    return bytes(data)
+
+
+def _atomic_write(path, write):
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
+                                         suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        # mkstemp creates the file readable by its owner only; give the model file the
+        # mode of the file it replaces, or the usual one for a new file.
+        try:
+            mode = os.stat(path).st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o666 & ~_umask()
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+    try:  # make the rename itself durable where the platform allows it
+        directory_handle = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(directory_handle)
+    except OSError:
+        pass
+    finally:
+        os.close(directory_handle)
+
+
+def _umask():
+    mask = os.umask(0o022)  # reading the umask means setting it; restore at once
+    os.umask(mask)
+    return mask
+
+
+class _VerifiedArchive:
+    """An opened model file whose manifest and member checksums have been verified."""
+
+    def __init__(self, path):
+        self.name = path if isinstance(path, str | os.PathLike) else getattr(path, "name",
+                                                                             "<file>")
+        try:
+            if isinstance(path, str | os.PathLike):
+                with open(path, "rb") as file:
+                    raw = file.read()
+            else:
+                raw = path.read()
+        except OSError as error:
+            raise ValueError(f"cannot read the model file {self.name!s}: {error}") from None
+        # The file ends with the archive comment "silva-model sha256=<digest of all the
+        # bytes before the digest>": any truncation or changed byte is caught here.
+        trailer = len(_COMMENT_PREFIX) + _DIGEST_LENGTH
+        if len(raw) < trailer or raw[-trailer:-_DIGEST_LENGTH] != _COMMENT_PREFIX:
+            if raw[:4] != b"PK\x03\x04":
+                raise ValueError(f"{self.name!s} is not a silva model file.")
+            raise ValueError(f"{self.name!s} is not a silva model file, or it is truncated "
+                             "(its closing checksum is missing).")
+        expected = raw[-_DIGEST_LENGTH:].decode("ascii", "replace")
+        if _sha256(raw[:-_DIGEST_LENGTH]) != expected:
+            raise ValueError(f"{self.name!s} is corrupted or was modified: the file's "
+                             "checksum does not match its content.")
+        try:
+            archive = zipfile.ZipFile(io.BytesIO(raw))
+        except zipfile.BadZipFile:
+            raise ValueError(f"{self.name!s} is not a silva model file, or it is corrupted "
+                             "(not a readable zip archive).") from None
+        self.archive = archive
+        names = set(archive.namelist())
+        if MANIFEST not in names:
+            raise ValueError(f"{self.name!s} is not a silva model file (no manifest).")
+        manifest_bytes = self._read_raw(MANIFEST)
+        try:
+            manifest = json.loads(manifest_bytes)
+            members = manifest["members"]
+            version = manifest["format_version"]
+        except (ValueError, KeyError, TypeError):
+            raise ValueError(f"{self.name!s} has a malformed manifest.") from None
+        if manifest.get("format") != FORMAT_NAME:
+            raise ValueError(f"{self.name!s} is not a silva model file (format "
+                             f"{manifest.get('format')!r}).")
+        if not isinstance(version, int) or version > FORMAT_VERSION:
+            raise ValueError(f"{self.name!s} has model format version {version}; this silva "
+                             f"reads versions up to {FORMAT_VERSION}. Upgrade silva.")
+        unexpected = names - set(members) - {MANIFEST}
+        absent = set(members) - names
+        if unexpected or absent:
+            raise ValueError(f"{self.name!s} is corrupted or was modified: members "
+                             f"{sorted(absent)} are missing and {sorted(unexpected)} are not "
+                             "in the manifest.")
+        self.data = {}
+        for name, entry in members.items():
+            data = self._read_raw(name)
+            if len(data) != entry.get("size") or _sha256(data) != entry.get("sha256"):
+                raise ValueError(f"{self.name!s} is corrupted or was modified: the checksum "
+                                 f"of member {name!r} does not match.")
+            self.data[name] = data
+        try:
+            self.document = json.loads(self.data[MODEL_JSON])
+        except (KeyError, ValueError):
+            raise ValueError(f"{self.name!s} has no readable {MODEL_JSON}.") from None
+
+    def _read_raw(self, name):
+        try:
+            return self.archive.read(name)
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
+            # zipfile checks each member's CRC-32 and raises on a damaged member.
+            raise ValueError(f"{self.name!s} is truncated or corrupted (member {name!r}: "
+                             f"{error}).") from None
+        except Exception as error:  # zlib.error and friends on damaged compressed data
+            raise ValueError(f"{self.name!s} is truncated or corrupted (member {name!r}: "
+                             f"{error}).") from None
+
+    def member(self, name):
+        try:
+            return self.data[name]
+        except KeyError:
+            raise ValueError(f"{self.name!s} refers to a member {name!r} it does not "
+                             "hold.") from None
+
+
+def load(path, *, allow_pickle=False):
+    """Read a model written by :func:`save`; returns the estimator.
+
+    Parameters
+    ----------
+    path : str or path-like, or a readable binary file object
+    allow_pickle : bool, default=False
+        Needed, and honoured only, for files saved with ``allow_pickle=True`` that hold
+        pickled foreign objects. Unpickling can run arbitrary code: pass True only for
+        files from a source you trust.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a silva model file, is truncated, corrupted or modified (a
+        checksum does not match), was written by a newer format version, names a class
+        outside silva, or holds pickles and ``allow_pickle`` is False.
+    """
+    archive = _VerifiedArchive(path)
+    document = archive.document
+    pickled = document.get("pickled") or []
+    if pickled and not allow_pickle:
+        listing = ", ".join(f"{item['where']} ({item['class']})" for item in pickled)
+        raise ValueError(
+            f"{archive.name!s} holds pickled objects of non-silva classes: {listing}. "
+            "Unpickling can execute arbitrary code; if you trust this file, load it with "
+            "allow_pickle=True.")
+    if "root" not in document:
+        raise ValueError(f"{archive.name!s} has no model in {MODEL_JSON}.")
+    decoder = _Decoder(archive.member, bool(allow_pickle))
+    try:
+        return decoder.decode(document["root"], "model")
+    except (KeyError, TypeError, IndexError) as error:
+        raise ValueError(f"{archive.name!s} is malformed: {error!r}") from None
+
+
+def read_metadata(path):
+    """The verified ``model.json`` of a model file without its state: format, versions,
+    estimator class, parameters (readable renderings), pickled objects and the ``user``
+    metadata given to :func:`save`. Never instantiates anything."""
+    document = dict(_VerifiedArchive(path).document)
+    document.pop("root", None)
+    return document
+
+
+# ------------------------------------------------------------------------ JSON dumps
+
+
+def _is_multiway_tree(value):
+    """ID3 and C4.5 trees (:class:`silva.engine.multiway.MultiwayTree`), by duck typing."""
+    return (_is_silva_class(type(value)) and hasattr(value, "n_branches")
+            and hasattr(value, "kind") and callable(getattr(value, "children", None)))
+
+
+def _is_tree(value):
+    from silva.engine.tree import Tree
+
+    return isinstance(value, Tree) or _is_multiway_tree(value)
+
+
+def iter_trees(model):
+    """Every tree reachable from ``model``, in a fixed order: :class:`silva.engine.tree.Tree`
+    objects and multiway trees (ID3, C4.5).
+
+    Yields ``(where, tree, context)`` where ``where`` is the attribute path (e.g.
+    ``model.estimators_[3].tree_``) and ``context`` is a dict with the nearest enclosing
+    ``feature_names`` (``feature_names_in_``), ``categories`` (the data-frame category
+    encoder's ``categories_``), ``classes`` (``classes_``), ``has_missing``
+    (``_has_missing_at_fit``) and ``feature_map`` (column
+    indices when the tree was grown on a feature subset, from the owner's
+    ``estimators_features_``). Generic: any estimator that keeps its trees in attributes,
+    lists, tuples, dicts or object arrays is covered.
+    """
+    seen = set()
+
+    def context_of(obj, context):
+        context = dict(context)
+        names = getattr(obj, "feature_names_in_", None)
+        if names is not None:
+            context["feature_names"] = [str(name) for name in names]
+        encoder = getattr(obj, "_encoder", None)
+        if encoder is not None and getattr(encoder, "categories_", None) is not None:
+            context["categories"] = encoder.categories_
+        has_missing = getattr(obj, "_has_missing_at_fit", None)
+        if has_missing is not None:
+            context["has_missing"] = bool(has_missing)
+        classes = getattr(obj, "classes_", None)
+        if classes is not None and np.ndim(classes) == 1:
+            context["classes"] = list(np.asarray(classes).tolist())
+        return context
+
+    def walk(value, where, context):
+        if id(value) in seen:
+            return
+        if _is_tree(value):
+            seen.add(id(value))
+            yield where, value, context
+            return
+        if isinstance(value, list | tuple):
+            seen.add(id(value))
+            for i, item in enumerate(value):
+                yield from walk(item, f"{where}[{i}]", context)
+        elif isinstance(value, dict):
+            seen.add(id(value))
+            for key, item in value.items():
+                yield from walk(item, f"{where}[{key!r}]", context)
+        elif isinstance(value, np.ndarray) and value.dtype.hasobject:
+            seen.add(id(value))
+            for index in np.ndindex(value.shape):
+                label = ", ".join(str(i) for i in index)
+                yield from walk(value[index], f"{where}[{label}]", context)
+        elif _generic_class(type(value)) and hasattr(value, "__dict__"):
+            seen.add(id(value))
+            context = context_of(value, context)
+            subsets = getattr(value, "estimators_features_", None)
+            for key, item in vars(value).items():
+                if key == "estimators_" and subsets is not None and \
+                        isinstance(item, list | tuple):
+                    for i, sub in enumerate(item):
+                        sub_context = dict(context)
+                        if i < len(subsets):
+                            sub_context["feature_map"] = [int(f) for f in subsets[i]]
+                        yield from walk(sub, f"{where}.{key}[{i}]", sub_context)
+                else:
+                    yield from walk(item, f"{where}.{key}", context)
+
+    yield from walk(model, "model", {})
+
+
+def _number(x):
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _label(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def tree_to_dict(tree, context=None):
+    """One tree as a JSON-ready dict: ``{"n_nodes", "max_depth", "nodes": [...]}``.
+
+    Each node has ``id``, ``depth``, ``n_samples``, ``weighted_n_samples``, ``impurity``
+    and ``value`` (class fractions or the mean target); splits add ``feature`` (column
+    index into the model's input), ``feature_name``, ``threshold`` (go left when
+    ``x <= threshold``) or, for a categorical split, ``categories_left`` (codes, plus
+    ``category_labels_left`` when the model encoded a data frame's categories),
+    ``missing`` (``"left"`` or ``"right"``, where NaN and unseen categories go),
+    ``left`` and ``right`` (child ids); leaves have ``"leaf": true``.
+    """
+    context = context or {}
+    names = context.get("feature_names")
+    categories = context.get("categories") or {}
+    feature_map = context.get("feature_map")
+    if _is_multiway_tree(tree):
+        return _multiway_tree_to_dict(tree, names, feature_map)
+    # Plain Python lists first: indexing numpy arrays node by node is several times
+    # slower on trees of hundreds of thousands of nodes.
+    depth, left_of, right_of = (tree.node_depth.tolist(), tree.children_left.tolist(),
+                                tree.children_right.tolist())
+    feature_of, threshold = tree.feature.tolist(), tree.threshold.tolist()
+    categorical, missing_left = tree.is_categorical.tolist(), tree.missing_go_to_left.tolist()
+    counts = _count_lists(tree)
+    nodes = []
+    for node in range(tree.node_count):
+        entry = {"id": node, "depth": depth[node]}
+        left = left_of[node]
+        if left == -1:
+            entry["leaf"] = True
+        else:
+            local = feature_of[node]
+            feature = feature_map[local] if feature_map is not None else local
+            entry["feature"] = feature
+            if names is not None and feature < len(names):
+                entry["feature_name"] = names[feature]
+            if categorical[node]:
+                codes = [int(c) for c in tree.categories_left(node)]
+                entry["categories_left"] = codes
+                labels = categories.get(feature)
+                if labels is not None:
+                    entry["category_labels_left"] = [_label(labels[c]) for c in codes
+                                                      if c < len(labels)]
+            else:
+                entry["threshold"] = threshold[node]
+            entry["missing"] = "left" if missing_left[node] else "right"
+            entry["left"] = left
+            entry["right"] = right_of[node]
+        _add_counts(counts, node, entry)
+        nodes.append(entry)
+    return {"n_nodes": int(tree.node_count), "max_depth": int(tree.max_depth),
+            "n_leaves": int(tree.n_leaves), "nodes": nodes}
+
+
+def _finite_or_none(values):
+    return [v if math.isfinite(v) else None for v in values]
+
+
+def _count_lists(tree):
+    """Per node: values, sample counts, weighted counts and impurities as lists."""
+    values = tree.value.reshape(tree.node_count, -1)
+    if not np.isfinite(values).all():
+        rows = [_finite_or_none(row) for row in values.tolist()]
+    else:
+        rows = values.tolist()
+    return (rows, tree.n_node_samples.tolist(),
+            _finite_or_none(np.asarray(tree.weighted_n_node_samples, dtype=float).tolist()),
+            _finite_or_none(np.asarray(tree.impurity, dtype=float).tolist()))
+
+
+def _add_counts(counts, node, entry):
+    values, n_samples, weighted, impurity = counts
+    entry["value"] = values[node]
+    entry["n_samples"] = n_samples[node]
+    entry["weighted_n_samples"] = weighted[node]
+    entry["impurity"] = impurity[node]
+
+
+def _multiway_tree_to_dict(tree, names, feature_map):
+    """A multiway (ID3, C4.5) tree: each split lists its ``branches``, each with its
+    ``condition`` in words (``outlook = sunny``, ``temp <= 75``), ``child`` and the
+    ``fraction`` of training weight that took it; ``missing_child`` is the branch of
+    missing values (absent when C4.5 spreads them over all branches)."""
+    counts = _count_lists(tree)
+    nodes = []
+    for node in range(tree.node_count):
+        entry = {"id": node, "depth": int(tree.node_depth[node])}
+        if tree.is_leaf(node):
+            entry["leaf"] = True
+        else:
+            local = int(tree.feature[node])
+            feature = feature_map[local] if feature_map is not None else local
+            name = names[feature] if names is not None and feature < len(names) \
+                else f"x[{feature}]"
+            entry["feature"] = feature
+            entry["feature_name"] = name
+            start = int(tree.first_branch[node])
+            branches = []
+            for branch, child in tree.children(node):
+                item = {"branch": int(branch), "condition":
+                        tree.branch_condition(node, branch, name, 6), "child": child}
+                if branch >= 0:
+                    item["fraction"] = _number(tree.branch_fraction[start + branch])
+                branches.append(item)
+            entry["branches"] = branches
+            if tree.missing_child[node] >= 0:
+                entry["missing_child"] = int(tree.missing_child[node])
+        _add_counts(counts, node, entry)
+        nodes.append(entry)
+    return {"n_nodes": int(tree.node_count), "max_depth": int(tree.max_depth),
+            "n_leaves": int(tree.n_leaves), "multiway": True, "nodes": nodes}
+
+
+def trees_to_dict(model):
+    """The model as a JSON-ready dict: class, parameters, features, classes and every
+    tree (see :func:`tree_to_dict`), each with the attribute path it was found at."""
+    trees = []
+    for index, (where, tree, context) in enumerate(iter_trees(model)):
+        entry = {"index": index, "path": where}
+        if "classes" in context:
+            entry["classes"] = [_label(c) for c in context["classes"]]
+        entry.update(tree_to_dict(tree, context))
+        trees.append(entry)
+    get_params = getattr(model, "get_params", None)
+    names = getattr(model, "feature_names_in_", None)
+    classes = getattr(model, "classes_", None)
+    return {
+        "format": "silva-tree-dump",
+        "format_version": FORMAT_VERSION,
+        "estimator": _class_path(type(model)),
+        "params": _jsonable(get_params(deep=False)) if callable(get_params) else None,
+        "n_features": getattr(model, "n_features_in_", None),
+        "feature_names": None if names is None else [str(n) for n in names],
+        "classes": None if classes is None or np.ndim(classes) != 1
+        else [_label(c) for c in classes],
+        "n_trees": len(trees),
+        "trees": trees,
+    }
+
+
+def dump_json(model, path=None, *, indent=2):
+    """The trees of ``model`` as readable JSON (see :func:`trees_to_dict`); written to
+    ``path`` (atomically) when given, and returned as a string."""
+    text = json.dumps(trees_to_dict(model), indent=indent, default=_json_default)
+    if path is not None:
+        data = text.encode("utf-8")
+        _atomic_write(os.fspath(path), lambda file: file.write(data))
+    return text
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return str(value)
+
+
+class PersistenceMixin:
+    """Adds :meth:`save`, :meth:`dump_json` and the class method :meth:`load` to an
+    estimator; the format is described in :mod:`silva.persistence`."""
+
+    def save(self, path, *, allow_pickle=False, metadata=None):
+        """Write this estimator to the model file ``path``; see :func:`silva.persistence.save`.
+        """
+        return save(self, path, allow_pickle=allow_pickle, metadata=metadata)
+
+    def dump_json(self, path=None, *, indent=2):
+        """The trees as readable JSON; see :func:`silva.persistence.dump_json`."""
+        return dump_json(self, path, indent=indent)
+
+    @classmethod
+    def load(cls, path, *, allow_pickle=False):
+        """Read a model file and check that it holds an instance of this class."""
+        model = load(path, allow_pickle=allow_pickle)
+        if not isinstance(model, cls):
+            raise ValueError(f"{os.fspath(path) if isinstance(path, str | os.PathLike) else path}"
+                             f" holds a {type(model).__name__}, not a {cls.__name__}.")
+        return model
