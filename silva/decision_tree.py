@@ -8,7 +8,12 @@ call (:mod:`silva.engine.grower`) and, with ``ccp_alpha > 0``, prune it
 
 - ``max_bins``: bins per numeric feature (default 255). A feature with at most that many
   distinct values is binned exactly, and the tree then splits exactly where CART does;
-- ``categorical_features``: features split as category sets, not thresholds.
+- ``categorical_features``: features split as category sets, not thresholds;
+- the rest of CART and its classic relatives: the twoing and gain-ratio criteria,
+  ``ccp_alpha="cv"`` (alpha chosen by cross-validation with the one-standard-error
+  rule, Breiman et al. 1984, ch. 3), reduced-error pruning on a held-out fraction
+  (``prune="reduced_error"``, Quinlan 1987) and, for classifiers, CHAID-style
+  significance stopping (``min_significance``, Kass 1980).
 
 Missing values (NaN) are supported at fit and predict: each split learns where they go;
 a split that saw none sends them to the child with more samples.
@@ -19,17 +24,26 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
-from sklearn.utils import check_random_state, compute_sample_weight
+from sklearn.model_selection import KFold, StratifiedKFold
+from sklearn.utils import Bunch, check_random_state, compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.grower import grow_tree
-from silva.engine.pruning import cost_complexity_path, prune_tree
+from silva.engine.pruning import (
+    cost_complexity_path,
+    path_n_leaves,
+    prune_tree,
+    reduced_error_prune,
+    subtree_losses,
+)
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
+from silva.persistence import PersistenceMixin
 
 # Nodes below this many samples search splits by sorting instead of a dense histogram,
 # and parallel regions start only above this many (samples x features) of work; both
@@ -45,7 +59,7 @@ class BaseDecisionTree(BaseEstimator):
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
                  min_samples_leaf, min_weight_fraction_leaf, max_features, random_state,
                  max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins,
-                 categorical_features):
+                 categorical_features, ccp_cv, prune, validation_fraction):
         self.criterion = criterion
         self.splitter = splitter
         self.max_depth = max_depth
@@ -59,6 +73,9 @@ class BaseDecisionTree(BaseEstimator):
         self.ccp_alpha = ccp_alpha
         self.max_bins = max_bins
         self.categorical_features = categorical_features
+        self.ccp_cv = ccp_cv
+        self.prune = prune
+        self.validation_fraction = validation_fraction
 
     # ----------------------------------------------------------------- input
     def _prepare_X(self, X, *, reset):
@@ -117,7 +134,24 @@ class BaseDecisionTree(BaseEstimator):
         max_leaf_nodes = _input.check_int(self.max_leaf_nodes, "max_leaf_nodes", 2,
                                           allow_none=True)
         _input.check_float(self.min_impurity_decrease, "min_impurity_decrease", 0.0)
-        _input.check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        if not (isinstance(self.ccp_alpha, str) and self.ccp_alpha == "cv"):
+            if isinstance(self.ccp_alpha, str):
+                raise ValueError(f"ccp_alpha must be a float >= 0 or 'cv'; got "
+                                 f"{self.ccp_alpha!r}.")
+            _input.check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+        elif not hasattr(self.ccp_cv, "split"):
+            _input.check_int(self.ccp_cv, "ccp_cv", 2)
+        if self.prune is not None:
+            _input.check_option(self.prune, "prune", {"reduced_error"})
+            _input.check_float(self.validation_fraction, "validation_fraction", 0.0, 1.0,
+                               low_inclusive=False)
+            if self.validation_fraction >= 1.0:
+                raise ValueError("validation_fraction must be in (0, 1); got "
+                                 f"{self.validation_fraction}.")
+            if isinstance(self.ccp_alpha, str) or self.ccp_alpha > 0.0:
+                raise ValueError(f"prune='reduced_error' and ccp_alpha={self.ccp_alpha!r} "
+                                 "are two pruning methods; use one (set ccp_alpha=0.0 or "
+                                 "prune=None).")
         _input.check_int(self.max_bins, "max_bins", 2)
         if self.max_bins > MAX_BINS_LIMIT:
             raise ValueError(f"max_bins must be <= {MAX_BINS_LIMIT}; got {self.max_bins}.")
@@ -131,23 +165,56 @@ class BaseDecisionTree(BaseEstimator):
         )
 
     # ------------------------------------------------------------------- fit
-    def _fit_tree(self, X, y, sample_weight, criterion_code, n_classes, value_offset=0.0):
-        """Bin X, grow the tree and store ``tree_``; y is encoded, weights final."""
+    def _fit_tree(self, X, y, sample_weight, criterion_code, n_classes, value_offset=0.0,
+                  min_significance=1.0):
+        """Grow, prune and store ``tree_``; y is encoded (class indices, or centred by
+        ``value_offset``), weights final (class weights included)."""
         n_samples, n_features = X.shape
-        rules = self._check_params(n_samples, sample_weight.sum())
+        self._check_params(n_samples, sample_weight.sum())
         # Samples of zero weight take no part, not even in placing thresholds, so that a
         # zero weight is the same as leaving the sample out (as in scikit-learn).
         positive = sample_weight > 0
+        kept = np.flatnonzero(positive)
         if not positive.all():
             X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
-            n_samples = X.shape[0]
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
+        self._has_missing_at_fit = bool(np.isnan(X).any())
+        classification = criteria.is_classification(criterion_code)
+        grow = (criterion_code, n_classes, min_significance)
 
+        if self.prune == "reduced_error":
+            growing, held_out = self._held_out_split(y, classification)
+            tree = self._grow(X[growing], y[growing], sample_weight[growing], *grow)
+            weight_held_out = sample_weight[held_out]
+            tree, before, after = reduced_error_prune(
+                tree, X[held_out], y[held_out], weight_held_out, classification)
+            total = weight_held_out.sum()
+            self.validation_indices_ = kept[held_out]
+            self.prune_validation_ = Bunch(error_unpruned=before / total,
+                                           error_pruned=after / total,
+                                           n_validation=int(held_out.size))
+            self.ccp_alpha_ = 0.0
+        else:
+            tree = self._grow(X, y, sample_weight, *grow)
+            if isinstance(self.ccp_alpha, str):
+                self.ccp_alpha_ = self._cross_validated_alpha(
+                    tree, X, y, sample_weight, classification, grow)
+            else:
+                self.ccp_alpha_ = float(self.ccp_alpha)
+            if self.ccp_alpha_ > 0.0:
+                tree = prune_tree(tree, self.ccp_alpha_)
+        tree.value += value_offset
+        self.tree_ = tree
+        return self
+
+    def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance):
+        """Bin X and grow the unpruned tree on it in one compiled call."""
+        n_samples, n_features = X.shape
+        rules = self._check_params(n_samples, sample_weight.sum())
         binner = Binner(self.max_bins, self.is_categorical_)
         bin_codes = binner.fit_transform(X)
-        self._has_missing_at_fit = bool(np.isnan(X).any())
         stats = criteria.build_statistics(criterion_code, y, sample_weight, n_classes)
         seed = seed_from_random_state(check_random_state(self.random_state))
         n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
@@ -169,15 +236,86 @@ class BaseDecisionTree(BaseEstimator):
             rules["min_weight_leaf"], rules["max_leaf_nodes"],
             float(self.min_impurity_decrease), self.max_features_,
             self.splitter == "random", seed, histogram_min_samples, PARALLEL_MIN_WORK,
-            n_words,
+            n_words, float(min_significance),
         )
-        values += value_offset
         n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
-        tree = Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
-        if self.ccp_alpha > 0.0:
-            tree = prune_tree(tree, self.ccp_alpha)
-        self.tree_ = tree
-        return self
+        return Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
+
+    def _held_out_split(self, y, classification):
+        """Indices ``(growing, held_out)``: a random ``validation_fraction`` of the
+        samples held out, stratified by class for classifiers (of each class,
+        ``round(fraction * count)`` samples)."""
+        rng = check_random_state(self.random_state)
+        n_samples = y.shape[0]
+        order = rng.permutation(n_samples)
+        if classification:
+            groups = [order[y[order] == c] for c in np.unique(y)]
+        else:
+            groups = [order]
+        held_out = np.concatenate(
+            [group[:int(round(self.validation_fraction * group.size))] for group in groups])
+        held_out = np.sort(held_out)
+        growing = np.setdiff1d(np.arange(n_samples), held_out)
+        if held_out.size == 0 or growing.size == 0:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of {n_samples} samples "
+                f"leaves {held_out.size} to validate and {growing.size} to grow the tree; "
+                "both need at least one.")
+        return growing, held_out
+
+    def _cross_validated_alpha(self, tree, X, y, sample_weight, classification, grow):
+        """``ccp_alpha="cv"``: alpha by k-fold cross-validation and the 1-SE rule.
+
+        The candidates are the geometric means ``sqrt(a_k a_{k+1})`` of consecutive
+        distinct alphas of the full tree's pruning path, each of which keeps the path
+        subtree ``T_k`` (Breiman et al. 1984, sec. 3.4.2); the last, for the root alone,
+        is ``+inf`` (the mean of ``a_K`` and infinity), so that every fold's tree is cut
+        to its root there too. (A finite last candidate such as ``a_K`` would leave a
+        fold's tree whole wherever its own last alpha is larger, and score the "root
+        alone" with a grown tree.) Each fold's tree is grown on the other folds, pruned at every
+        candidate and scored on its fold; the chosen alpha is the largest whose mean
+        error is within one standard error of the smallest mean error (sec. 3.4.3).
+        """
+        n_samples = y.shape[0]
+        path_alphas, _ = cost_complexity_path(tree)
+        distinct = np.unique(np.maximum(path_alphas, 0.0))
+        candidates = np.append(np.sqrt(distinct[:-1] * distinct[1:]), np.inf)
+        if hasattr(self.ccp_cv, "split"):
+            splitter = self.ccp_cv
+        else:
+            if self.ccp_cv > n_samples:
+                raise ValueError(f"ccp_cv={self.ccp_cv} folds need at least "
+                                 f"{self.ccp_cv} samples; got n_samples={n_samples}.")
+            fold_seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+            kind = StratifiedKFold if classification else KFold
+            splitter = kind(n_splits=self.ccp_cv, shuffle=True, random_state=fold_seed)
+        weighted_loss = np.zeros(candidates.size)
+        weighted_square = np.zeros(candidates.size)
+        total_weight = 0.0
+        n_scored = 0
+        with warnings.catch_warnings():
+            # StratifiedKFold warns when a class has fewer members than folds.
+            warnings.simplefilter("ignore", UserWarning)
+            folds = list(splitter.split(X, y))
+        for train, test in folds:
+            fold_tree = self._grow(X[train], y[train], sample_weight[train], *grow)
+            losses = subtree_losses(fold_tree, X[test], y[test], candidates, classification)
+            w = sample_weight[test]
+            weighted_loss += w @ losses
+            weighted_square += w @ (losses * losses)
+            total_weight += w.sum()
+            n_scored += test.size
+        mean_error = weighted_loss / total_weight
+        # Standard error of a mean of n_scored losses: sqrt(R (1 - R) / N) for 0-1 losses.
+        variance = np.maximum(weighted_square / total_weight - mean_error**2, 0.0)
+        std_error = np.sqrt(variance / n_scored)
+        best = int(np.argmin(mean_error))
+        within = mean_error <= mean_error[best] + std_error[best]
+        chosen = int(np.flatnonzero(within)[-1])
+        self.ccp_cv_results_ = Bunch(
+            ccp_alphas=candidates, mean_error=mean_error, std_error=std_error,
+            n_leaves=path_n_leaves(tree, candidates), best_index=best, chosen_index=chosen)
+        return float(candidates[chosen])
 
     # -------------------------------------------------------------- predict
     def _validated_X(self, X):
@@ -218,9 +356,8 @@ class BaseDecisionTree(BaseEstimator):
         subtree kept for each alpha.
         """
         from sklearn.base import clone
-        from sklearn.utils import Bunch
 
-        unpruned = clone(self).set_params(ccp_alpha=0.0).fit(X, y, sample_weight)
+        unpruned = clone(self).set_params(ccp_alpha=0.0, prune=None).fit(X, y, sample_weight)
         alphas, impurities = cost_complexity_path(unpruned.tree_)
         return Bunch(ccp_alphas=alphas, impurities=impurities)
 
@@ -230,14 +367,26 @@ class BaseDecisionTree(BaseEstimator):
         return tags
 
 
-class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
+class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+                             BaseDecisionTree):
     """A CART classification tree grown on silva's compiled engine.
 
     Parameters
     ----------
-    criterion : {"gini", "entropy", "log_loss", "misclassification"}, default="gini"
-        Node impurity: Gini index, Shannon entropy in bits (``log_loss`` is an alias), or
-        the misclassification rate.
+    criterion : {"gini", "entropy", "log_loss", "misclassification", "twoing", \
+            "gain_ratio"}, default="gini"
+        Split score. The first four are node impurities: Gini index, Shannon entropy in
+        bits (``log_loss`` is an alias), or the misclassification rate. ``"twoing"``
+        picks the split of largest ``p_L p_R / 4 (sum_k |p(k|L) - p(k|R)|)**2``
+        (Breiman et al. 1984, sec. 4.3; with two classes it picks gini's split) and
+        reports the Gini index as node impurity; ``"gain_ratio"`` picks the largest
+        information gain divided by the split information of the binary split
+        (Quinlan 1993, without C4.5's at-least-average-gain rule) and reports the
+        entropy. For these two, ``min_impurity_decrease``, best-first growth and
+        ``feature_importances_`` use the decrease of that reported impurity.
+        Categorical features are split by scanning the categories ordered by class
+        proportion, as for the other criteria (optimal for twoing with two classes, a
+        heuristic otherwise).
     splitter : {"best", "random"}, default="best"
         "best" scans every threshold; "random" scores one random threshold per feature
         (extra trees, Geurts et al. 2006).
@@ -260,8 +409,17 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
         Split only if the weighted impurity decrease is at least this.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplied into ``sample_weight``.
-    ccp_alpha : float, default=0.0
-        Complexity parameter of minimal cost-complexity pruning.
+    ccp_alpha : float or "cv", default=0.0
+        Complexity parameter of minimal cost-complexity pruning (Breiman et al. 1984,
+        ch. 3). ``"cv"`` chooses it by ``ccp_cv``-fold cross-validation over the
+        pruning path of the tree grown on all samples, with the one-standard-error
+        rule: the candidates are the geometric means of consecutive path alphas
+        (``inf`` for the root alone), and the largest one whose cross-validated error
+        (misclassification rate for classifiers, mean squared error for regressors,
+        weighted by the samples' weights, class weights included) is within one
+        standard error of the smallest is kept. The standard error is
+        ``sd(losses) / sqrt(n_samples)`` (Breiman's ``sqrt(R (1 - R) / N)`` for the
+        0-1 loss). Refitting with ``ccp_alpha=ccp_alpha_`` grows the same tree.
     max_bins : int, default=255
         Bins per numeric feature; features with fewer distinct values are binned exactly.
     categorical_features : None, "auto", mask, indices or names, default=None
@@ -271,6 +429,26 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
         other column); "auto" picks the category, object, string and bool columns. A
         category that a split did not see in training (in particular one unseen at fit)
         follows that split's missing values.
+    ccp_cv : int or cross-validation splitter, default=5
+        Folds for ``ccp_alpha="cv"``: an int k means shuffled ``StratifiedKFold`` (for
+        classifiers; ``KFold`` for regressors) seeded from ``random_state``; an object
+        with a scikit-learn ``split(X, y)`` method is used as given.
+    prune : None or "reduced_error", default=None
+        ``"reduced_error"``: hold out ``validation_fraction`` of the samples (stratified
+        by class for classifiers), grow the tree on the rest, then, bottom-up, replace by
+        a leaf every node whose replacement does not increase the weighted held-out
+        error, including nodes no held-out sample reaches (Quinlan 1987). Leaf values
+        are not refitted: they stay those of the growing samples, and the held-out
+        samples only decide what is pruned. Cannot be combined with ``ccp_alpha``.
+    validation_fraction : float in (0, 1), default=0.2
+        Fraction of the samples held out by ``prune="reduced_error"``.
+    min_significance : float in (0, 1] or None, default=None
+        CHAID-style pre-pruning (Kass 1980): a node is not split when the chi-square
+        test of independence of its best split's 2 x n_classes table of class counts
+        has a p-value above this level. Counts are the weighted class counts rescaled
+        to sum to the node's number of samples (plain counts with unit weights); the
+        test is of the single split chosen, without CHAID's Bonferroni correction for
+        having chosen it. None (or 1.0) turns the test off.
 
     Attributes
     ----------
@@ -281,6 +459,19 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
     max_features_ : int
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when X was a data frame with string column names
+    ccp_alpha_ : float
+        The complexity parameter the tree was pruned with (the chosen one for
+        ``ccp_alpha="cv"``, 0.0 under reduced-error pruning).
+    ccp_cv_results_ : Bunch, with ``ccp_alpha="cv"`` only
+        ``ccp_alphas`` (the candidates, increasing), ``mean_error`` and ``std_error``
+        (cross-validated error and its standard error per candidate), ``n_leaves``
+        (leaves of the full-data tree pruned at each candidate), ``best_index`` (the
+        smallest error) and ``chosen_index`` (the one-standard-error choice).
+    prune_validation_ : Bunch, with ``prune="reduced_error"`` only
+        ``error_unpruned`` and ``error_pruned``: weighted mean held-out error before and
+        after pruning; ``n_validation``: the number of held-out samples.
+    validation_indices_ : ndarray, with ``prune="reduced_error"`` only
+        Indices (into the training X) of the held-out samples.
 
     Examples
     --------
@@ -296,16 +487,19 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  max_features=None, random_state=None, max_leaf_nodes=None,
                  min_impurity_decrease=0.0, class_weight=None, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, ccp_cv=5, prune=None, validation_fraction=0.2,
+                 min_significance=None):
         super().__init__(
             criterion=criterion, splitter=splitter, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
             min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
             random_state=random_state, max_leaf_nodes=max_leaf_nodes,
             min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
-            max_bins=max_bins, categorical_features=categorical_features,
+            max_bins=max_bins, categorical_features=categorical_features, ccp_cv=ccp_cv,
+            prune=prune, validation_fraction=validation_fraction,
         )
         self.class_weight = class_weight
+        self.min_significance = min_significance
 
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on (X, y); NaN in X means missing."""
@@ -315,6 +509,10 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
             raise ValueError(f"criterion must be one of "
                              f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
                              f"{self.criterion!r}.")
+        min_significance = 1.0
+        if self.min_significance is not None:
+            min_significance = _input.check_float(self.min_significance, "min_significance",
+                                                  0.0, 1.0, low_inclusive=False)
         X, y = self._prepare_X_y(X, y)
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinity; every sample needs a class label.")
@@ -325,7 +523,8 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
         if self.class_weight is not None:
             sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
-        return self._fit_tree(X, y_encoded, sample_weight, criterion_code, self.n_classes_)
+        return self._fit_tree(X, y_encoded, sample_weight, criterion_code, self.n_classes_,
+                              min_significance=min_significance)
 
     def predict_proba(self, X):
         """Class probabilities: the weighted class fractions of each sample's leaf."""
@@ -348,7 +547,7 @@ class DecisionTreeClassifier(ClassifierMixin, BaseDecisionTree):
         return tags
 
 
-class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
+class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
     """A CART regression tree grown on silva's compiled engine.
 
     Parameters
@@ -360,7 +559,16 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
         (for counts, y >= 0).
     splitter, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
             max_features, random_state, max_leaf_nodes, min_impurity_decrease, ccp_alpha, \
-            max_bins, categorical_features
+            max_bins, categorical_features, ccp_cv, prune, validation_fraction
+        As for :class:`DecisionTreeClassifier`; the errors of ``ccp_alpha="cv"`` and of
+        reduced-error pruning are squared errors, and ``ccp_cv=k`` means shuffled
+        ``KFold``. There is no ``min_significance``: its chi-square test is of class
+        counts.
+
+    Attributes
+    ----------
+    tree_, feature_importances_, max_features_, n_features_in_, feature_names_in_, \
+            ccp_alpha_, ccp_cv_results_, prune_validation_, validation_indices_
         As for :class:`DecisionTreeClassifier`.
 
     Examples
@@ -376,14 +584,15 @@ class DecisionTreeRegressor(RegressorMixin, BaseDecisionTree):
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  max_features=None, random_state=None, max_leaf_nodes=None,
                  min_impurity_decrease=0.0, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, ccp_cv=5, prune=None, validation_fraction=0.2):
         super().__init__(
             criterion=criterion, splitter=splitter, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
             min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
             random_state=random_state, max_leaf_nodes=max_leaf_nodes,
             min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
-            max_bins=max_bins, categorical_features=categorical_features,
+            max_bins=max_bins, categorical_features=categorical_features, ccp_cv=ccp_cv,
+            prune=prune, validation_fraction=validation_fraction,
         )
 
     def fit(self, X, y, sample_weight=None):

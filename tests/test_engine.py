@@ -123,7 +123,7 @@ _COMPARED_COLUMNS = ["LEFT", "RIGHT", "FEATURE", "THRESHOLD", "MISSING_LEFT", "I
 def grow(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255,
          histogram_min_samples, parallel_min_work, max_features=None, splitter="best",
          random_state=0, max_depth=2**31 - 1, max_leaf_nodes=0, min_samples_leaf=1,
-         center=False):
+         center=False, min_significance=1.0):
     """Call ``grow_tree`` as ``DecisionTreeClassifier/Regressor._fit_tree`` does.
 
     Arguments are passed by name so that reordering grow_tree's parameters does not
@@ -160,7 +160,7 @@ def grow(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255
         use_random=splitter == "random",
         seed=seed_from_random_state(np.random.RandomState(random_state)),
         histogram_min_samples=histogram_min_samples, parallel_min_work=parallel_min_work,
-        n_words=max(1, (int(n_categories) + 63) // 64),
+        n_words=max(1, (int(n_categories) + 63) // 64), min_significance=min_significance,
     )
     names = list(inspect.signature(g.grow_tree.py_func).parameters)
     unknown = [name for name in names if name not in available]
@@ -199,6 +199,8 @@ SEARCH_CASES = [
     ("gini", {"splitter": "random", "random_state": 7}),
     ("squared_error", {}), ("poisson", {"min_samples_leaf": 3}),
     ("friedman_mse", {"max_leaf_nodes": 30}),
+    ("twoing", {}), ("gain_ratio", {"max_leaf_nodes": 40}),
+    ("gini", {"min_significance": 0.01}),
 ]
 
 

@@ -9,7 +9,8 @@ CART); the others depend on the task:
 criterion                channels after the count
 =======================  ====================================================
 gini, entropy,           ``w * [y == k]`` for each class k (weighted class
-misclassification        counts; their sum is the node weight)
+misclassification,       counts; their sum is the node weight)
+twoing, gain_ratio
 squared_error,           ``w``, ``w * y``, ``w * y**2``
 friedman_mse,
 absolute_error
@@ -21,6 +22,14 @@ impurities, improvements and feature importances can be compared number for numb
 
 - gini ``1 - sum_k p_k**2``; entropy ``-sum_k p_k log2 p_k``; misclassification
   ``1 - max_k p_k`` (the 0-1 loss of the lectures);
+- twoing and gain_ratio are *split* scores, not node impurities. A twoing tree picks
+  the split of largest twoing value ``p_L p_R / 4 * (sum_k |p(k|L) - p(k|R)|)**2``
+  (Breiman et al. 1984, sec. 4.3) and reports the gini index as each node's impurity;
+  a gain-ratio tree picks the largest information gain divided by the split
+  information ``-p_L log2 p_L - p_R log2 p_R`` of the binary split (Quinlan 1986, 1993)
+  and reports the entropy. Improvements (``min_impurity_decrease``, best-first order,
+  feature importances) are then the weighted gini or entropy decrease of the chosen
+  split;
 - squared_error: the weighted variance; friedman_mse: the same impurity, but a split's
   improvement is Friedman's (2001, eq. 35) ``w_l w_r (mean_l - mean_r)**2 / w``;
 - poisson: half the mean Poisson deviance ``sum w (y log(y / mean) - y + mean) / sum w``;
@@ -42,6 +51,8 @@ import numpy as np
 GINI = 0
 ENTROPY = 1
 MISCLASSIFICATION = 2
+TWOING = 3
+GAIN_RATIO = 4
 SQUARED_ERROR = 10
 FRIEDMAN_MSE = 11
 ABSOLUTE_ERROR = 12
@@ -52,6 +63,8 @@ CLASSIFICATION_CRITERIA = {
     "entropy": ENTROPY,
     "log_loss": ENTROPY,
     "misclassification": MISCLASSIFICATION,
+    "twoing": TWOING,
+    "gain_ratio": GAIN_RATIO,
 }
 REGRESSION_CRITERIA = {
     "squared_error": SQUARED_ERROR,
@@ -114,13 +127,13 @@ def impurity(criterion, sums):
     weight = node_weight(criterion, sums)
     if weight <= 0.0:
         return 0.0
-    if criterion == GINI:
+    if criterion == GINI or criterion == TWOING:
         squares = 0.0
         for k in range(1, sums.shape[0]):
             p = sums[k] / weight
             squares += p * p
         return 1.0 - squares
-    if criterion == ENTROPY:
+    if criterion == ENTROPY or criterion == GAIN_RATIO:
         entropy = 0.0
         for k in range(1, sums.shape[0]):
             if sums[k] > 0.0:
@@ -173,8 +186,10 @@ def improvement(criterion, parent, left, right, parent_impurity, root_weight):
 # and computes the true improvement once, for the winner: gini
 # ``sum_k l_k**2 / w_l + sum_k r_k**2 / w_r``, entropy ``sum_k l_k ln(l_k / w_l) + ...``,
 # variance ``(sum w y)_l**2 / w_l + ...``, Poisson ``(sum w y)_l ln(mean_l) + ...``,
-# misclassification ``max_k l_k + max_k r_k``. Each returns -inf when a child weighs less
-# than ``min_weight`` or nothing (or, for Poisson, has a zero mean).
+# misclassification ``max_k l_k + max_k r_k``. Twoing and gain ratio rank by themselves
+# (up to a constant factor): twoing ``(sum_k |l_k w_r - r_k w_l|)**2 / (w_l w_r)``, which
+# is ``4 w**2`` times the twoing value, and gain ratio exactly. Each returns -inf when a
+# child weighs less than ``min_weight`` or nothing (or, for Poisson, has a zero mean).
 
 
 @nb.njit(cache=True, inline="always")
@@ -231,6 +246,58 @@ def misclassification_proxy(left, parent, min_weight):
     if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
         return -np.inf
     return largest_left + largest_right
+
+
+@nb.njit(cache=True, inline="always")
+def twoing_proxy(left, parent, min_weight):
+    # p_L p_R / 4 (sum_k |l_k / w_l - r_k / w_r|)^2
+    #   = (sum_k |l_k w_r - r_k w_l|)^2 / (4 w^2 w_l w_r); 4 w^2 is the same for every
+    # candidate of the node. Weights are needed before the differences: two passes.
+    left_weight = 0.0
+    right_weight = 0.0
+    for k in range(1, left.shape[0]):
+        left_weight += left[k]
+        right_weight += parent[k] - left[k]
+    if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
+        return -np.inf
+    total = 0.0
+    for k in range(1, left.shape[0]):
+        l_k = left[k]
+        total += abs(l_k * right_weight - (parent[k] - l_k) * left_weight)
+    return total * total / (left_weight * right_weight)
+
+
+@nb.njit(cache=True, inline="always")
+def gain_ratio_proxy(left, parent, min_weight):
+    # In nats and multiplied by w (the ratio is unchanged):
+    #   w gain = w ln w - sum_k p_k ln p_k + sum_k (l_k ln l_k + r_k ln r_k)
+    #            - w_l ln w_l - w_r ln w_r
+    #   w split_information = w ln w - w_l ln w_l - w_r ln w_r
+    # The parent's terms are recomputed per candidate: the proxy only sees the sums.
+    left_weight = 0.0
+    right_weight = 0.0
+    children = 0.0
+    parent_terms = 0.0
+    for k in range(1, left.shape[0]):
+        l_k = left[k]
+        p_k = parent[k]
+        r_k = p_k - l_k
+        left_weight += l_k
+        right_weight += r_k
+        if l_k > 0.0:
+            children += l_k * np.log(l_k)
+        if r_k > 0.0:
+            children += r_k * np.log(r_k)
+        if p_k > 0.0:
+            parent_terms += p_k * np.log(p_k)
+    if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
+        return -np.inf
+    weight = left_weight + right_weight
+    sizes = (weight * np.log(weight) - left_weight * np.log(left_weight)
+             - right_weight * np.log(right_weight))
+    if sizes <= 0.0:
+        return -np.inf
+    return (sizes - parent_terms + children) / sizes
 
 
 @nb.njit(cache=True, inline="always")

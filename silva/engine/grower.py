@@ -13,7 +13,10 @@ frontier of open nodes can be ordered:
 
 Stopping rules are scikit-learn's: ``max_depth``, ``min_samples_split``,
 ``min_samples_leaf``, ``min_weight_leaf``, ``max_leaf_nodes`` and
-``min_impurity_decrease``; a pure node is never split.
+``min_impurity_decrease``; a pure node is never split. Classification trees may also stop
+CHAID-style (Kass 1980): with ``min_significance < 1`` a node is left a leaf when the
+chi-square test of its best split's class table has a p-value above it
+(:mod:`silva.engine.significance`), tested once per node on the chosen split.
 
 Histograms: a node with at least ``histogram_min_samples`` samples owns a dense histogram
 in a slot of a pool. When it splits, the smaller child's histogram is built from its
@@ -29,9 +32,17 @@ import numpy as np
 
 from silva.engine.absolute_error import node_median_and_impurity
 from silva.engine.binning import midpoint
-from silva.engine.criteria import ABSOLUTE_ERROR, EPSILON, impurity, leaf_value, node_weight
+from silva.engine.criteria import (
+    ABSOLUTE_ERROR,
+    EPSILON,
+    SQUARED_ERROR,
+    impurity,
+    leaf_value,
+    node_weight,
+)
 from silva.engine.histogram import build_histogram, subtract_histogram
-from silva.engine.splitting import find_node_split, make_split_scratch
+from silva.engine.significance import split_p_value
+from silva.engine.splitting import find_node_split, make_split_scratch, winning_left_sums
 
 # Columns of the node table (float64, one row per node).
 LEFT = 0
@@ -94,7 +105,7 @@ def grow_tree(
     is_categorical, missing_bin, bin_lower, bin_upper, criterion, n_classes, n_values,
     max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
     min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
-    parallel_min_work, n_words,
+    parallel_min_work, n_words, min_significance=1.0,
 ):
     """Grow one tree on ``sample_indices`` (reordered in place) and return its arrays.
 
@@ -102,7 +113,9 @@ def grow_tree(
     ``bin_codes`` for histograms and the same codes sample-major for small nodes; the
     statistic channels, with the raw targets ``y`` and ``weight`` that only
     absolute_error reads; the criterion (:mod:`silva.engine.criteria`); and the stopping
-    rules, where ``max_leaf_nodes <= 0`` means unlimited (depth-first). Returns
+    rules, where ``max_leaf_nodes <= 0`` means unlimited (depth-first) and
+    ``min_significance >= 1`` (the default) turns the significance test off; it is
+    ignored under regression criteria, which estimators must refuse it for. Returns
     ``(table, values, bitsets)`` trimmed to the node count: the node table (columns
     above), the leaf values ``(n_nodes, n_values)`` and the left category bitsets
     ``(n_nodes, n_words)``.
@@ -113,6 +126,7 @@ def grow_tree(
     n_total = sample_indices.shape[0]
     rng_state = np.empty(1, dtype=np.uint64)
     rng_state[0] = seed
+    test_significance = min_significance < 1.0 and criterion < SQUARED_ERROR
 
     capacity = 64
     table = np.empty((capacity, N_COLUMNS))
@@ -223,6 +237,9 @@ def grow_tree(
                     bin_upper, min_samples_leaf, min_weight_leaf, max_features, use_random,
                     rng_state, n_classes, scratch, split_bitset,
                 )
+                if (feature >= 0 and test_significance
+                        and split_p_value(sums, winning_left_sums(scratch)) > min_significance):
+                    feature = -1
                 if feature >= 0 and gain + EPSILON >= min_impurity_decrease:
                     row[GAIN] = gain
                     row[SPLIT_FEATURE] = feature

@@ -14,7 +14,13 @@ feed the same scans:
   per-category score and scanned like a numeric feature (Breiman et al. 1984, thm. 4.5:
   optimal for binary classification and regression); with more than two classes, one
   ordering per class is scanned, one-vs-rest, and the best kept. The left category set is
-  stored as a bitset; categories the node never saw follow the missing values;
+  stored as a bitset; categories the node never saw follow the missing values. The
+  twoing and gain-ratio criteria scan the same orderings (by class proportion). With two
+  classes twoing ranks splits as gini does, so the ordering is optimal for it too, and
+  it is optimal for the information gain (thm. 4.5 holds for any concave impurity) but
+  not always for the gain *ratio*, whose split information also depends on the
+  children's sizes: there, as for every criterion with more than two classes, the scan
+  is a heuristic;
 - the random splitter (extra trees, Geurts et al. 2006) scores a single threshold drawn
   uniformly between the node's smallest and largest value, or a random category subset.
 
@@ -33,17 +39,21 @@ from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
     ENTROPY,
+    GAIN_RATIO,
     GINI,
     MISCLASSIFICATION,
     POISSON,
     SQUARED_ERROR,
+    TWOING,
     category_score,
     entropy_proxy,
+    gain_ratio_proxy,
     gini_proxy,
     improvement,
     misclassification_proxy,
     node_weight,
     poisson_proxy,
+    twoing_proxy,
     variance_proxy,
 )
 from silva.engine.random import next_uint64, randint, uniform
@@ -226,6 +236,9 @@ _scan_numeric_gini, _scan_categorical_gini = _make_scans(gini_proxy, "gini")
 _scan_numeric_entropy, _scan_categorical_entropy = _make_scans(entropy_proxy, "entropy")
 _scan_numeric_misclassification, _scan_categorical_misclassification = _make_scans(
     misclassification_proxy, "misclassification")
+_scan_numeric_twoing, _scan_categorical_twoing = _make_scans(twoing_proxy, "twoing")
+_scan_numeric_gain_ratio, _scan_categorical_gain_ratio = _make_scans(gain_ratio_proxy,
+                                                                     "gain_ratio")
 _scan_numeric_variance, _scan_categorical_variance = _make_scans(variance_proxy, "variance")
 _scan_numeric_poisson, _scan_categorical_poisson = _make_scans(poisson_proxy, "poisson")
 
@@ -346,6 +359,14 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
             gain, missing_left = _scan_categorical_misclassification(
                 criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
                 min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
+        elif criterion == TWOING:
+            gain, missing_left = _scan_categorical_twoing(
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
+        elif criterion == GAIN_RATIO:
+            gain, missing_left = _scan_categorical_gain_ratio(
+                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         elif criterion == POISSON:
             gain, missing_left = _scan_categorical_poisson(
                 criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
@@ -371,6 +392,14 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
             random_position, left, best_left)
     elif criterion == MISCLASSIFICATION:
         gain, last_left_bin, missing_left = _scan_numeric_misclassification(
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
+    elif criterion == TWOING:
+        gain, last_left_bin, missing_left = _scan_numeric_twoing(
+            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+            random_position, left, best_left)
+    elif criterion == GAIN_RATIO:
+        gain, last_left_bin, missing_left = _scan_numeric_gain_ratio(
             bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
             random_position, left, best_left)
     elif criterion == POISSON:
@@ -430,6 +459,15 @@ def make_split_scratch(n_samples, n_features, n_bins, n_channels, n_words):
     )
 
 
+@nb.njit(cache=True, inline="always")
+def winning_left_sums(scratch):
+    """Channel sums of the left child of the split :func:`find_node_split` last returned.
+
+    Valid until the next call with the same ``scratch``; not set under absolute_error.
+    """
+    return scratch[7][4]
+
+
 @nb.njit(cache=True)
 def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_by_sample,
                     stats, y, weight, sample_indices, start, end, node_sums, parent_impurity,
@@ -447,7 +485,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_b
 
     Returns ``(improvement, feature, last_left_bin, missing_go_left)``; feature is -1 when
     no split satisfies the leaf constraints. ``out_bitset`` receives the left category
-    set of a categorical split.
+    set of a categorical split, and :func:`winning_left_sums` reads the left child's
+    channel sums of the returned split (not under absolute_error) from ``scratch``.
     """
     (feature_order, scratch_bins, scratch_sums, accumulator, present_bitmap,
      scratch_scores, node_stats, side_sums, bitset, all_seeds) = scratch
