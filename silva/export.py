@@ -4,6 +4,10 @@ Both exporters read only the fitted ``tree_`` structure of an estimator (node ar
 out like scikit-learn's ``tree_``), plus silva's optional extras: ``tree_.is_categorical``
 and ``tree_.categories_left(node)`` for category-set splits, and the estimator attribute
 ``_has_missing_at_fit`` that says whether missing values were seen during ``fit``.
+
+Multiway trees (:class:`silva.engine.multiway.MultiwayTree`, grown by ID3 and C4.5) are
+recognised by their ``n_branches`` array and exported with one line (text) or one edge
+(Graphviz) per branch.
 """
 
 from __future__ import annotations
@@ -141,6 +145,66 @@ class _TreeView:
         return self.class_names[output][int(np.argmax(self.value[node, output]))]
 
 
+def _is_multiway(model):
+    tree = getattr(model, "tree_", None)
+    return tree is not None and hasattr(tree, "n_branches") and hasattr(tree, "kind")
+
+
+class _MultiwayView(_TreeView):
+    """Names and node values of a fitted multiway tree (ID3, C4.5)."""
+
+    def __init__(self, model, feature_names, class_names):
+        tree = model.tree_
+        self.model = model
+        self.tree = tree
+        self.node_count = int(tree.node_count)
+        self.feature = np.asarray(tree.feature)
+        self.value = np.asarray(tree.value, dtype=np.float64)
+        self.n_outputs = 1
+        self.weighted = np.asarray(tree.weighted_n_node_samples, dtype=np.float64)
+        self.samples = np.asarray(tree.n_node_samples)
+        self.impurity = np.asarray(tree.impurity)
+        self.is_classifier = True
+        self.left = np.where(np.asarray(tree.kind) < 0, _LEAF, 0)
+        self.feature_names = self._resolve_feature_names(feature_names)
+        self.class_names = self._resolve_class_names(class_names)
+
+    def is_leaf(self, node):
+        return bool(self.tree.is_leaf(node))
+
+    def children(self, node):
+        return self.tree.children(node)
+
+    def condition(self, node, branch, decimals):
+        name = self.feature_names[self.feature[node]]
+        return self.tree.branch_condition(node, branch, name, decimals)
+
+    def levels(self):
+        levels = np.ones(self.node_count, dtype=np.int64)
+        for node in range(self.node_count - 1, -1, -1):  # children have larger ids
+            for _, child in self.children(node):
+                levels[node] = max(levels[node], levels[child] + 1)
+        return levels
+
+
+def _multiway_edge_label(tree, node, branch, precision):
+    """Edge text of one branch of a multiway node: ``= sunny``, ``<= 75``, ``(1, 2.5]``."""
+    from silva.engine.multiway import INTERVALS, THRESHOLD
+
+    if branch < 0:
+        return "missing"
+    kind = tree.kind[node]
+    if kind == THRESHOLD:
+        return ("<= " if branch == 0 else "> ") + _fmt(tree.threshold[node], precision)
+    feature = tree.feature[node]
+    if kind == INTERVALS:
+        edges = tree.bin_edges[feature, :tree.n_bin_edges[feature]]
+        low = "-inf" if branch == 0 else _fmt(edges[branch - 1], precision)
+        high = "inf" if branch >= edges.shape[0] else _fmt(edges[branch], precision)
+        return f"({low}, {high}]"
+    return "= " + tree.value_text(feature, branch)
+
+
 def _check_int(name, value, minimum, allow_none=False):
     if value is None and allow_none:
         return
@@ -225,6 +289,9 @@ def export_text(
     |   |--- pw >  1.75
     |   |   |--- class: 2
     """
+    if _is_multiway(model):
+        return _export_text_multiway(model, feature_names, class_names, max_depth, spacing,
+                                     decimals, show_weights)
     view = _TreeView(model, feature_names, class_names)
     _check_int("max_depth", max_depth, 0)
     _check_int("spacing", spacing, 1)
@@ -304,6 +371,43 @@ def export_text(
             else:
                 children.append(("node", depth + 1, child))
         stack.extend(reversed(children))
+    return "\n".join(lines) + "\n"
+
+
+def _export_text_multiway(model, feature_names, class_names, max_depth, spacing, decimals,
+                          show_weights):
+    """export_text for multiway trees: one line per branch, e.g. ``outlook = sunny``."""
+    view = _MultiwayView(model, feature_names, class_names)
+    _check_int("max_depth", max_depth, 0)
+    _check_int("spacing", spacing, 1)
+    _check_int("decimals", decimals, 0)
+    branch_mark = "|" + "-" * spacing + " "
+    indent = "|" + " " * spacing
+    levels = view.levels()
+
+    def leaf_text(node):
+        text = f"class: {view.class_label(node)}"
+        if show_weights:
+            weights = view.value[node, 0] * view.weighted[node]
+            text = "weights: [" + ", ".join(f"{w:.{decimals}f}" for w in weights) + "] " + text
+        return text
+
+    lines = []
+    if view.is_leaf(0):
+        return branch_mark + leaf_text(0) + "\n"
+    # Explicit stack of branches (deep trees would overflow Python's recursion limit);
+    # a node's branches are pushed in reverse so that the first branch prints first.
+    stack = [(0, 0, branch, child) for branch, child in reversed(view.children(0))]
+    while stack:
+        depth, parent, branch, child = stack.pop()
+        lines.append(indent * depth + branch_mark + view.condition(parent, branch, decimals))
+        if view.is_leaf(child):
+            lines.append(indent * (depth + 1) + branch_mark + leaf_text(child))
+        elif depth + 1 > max_depth:
+            lines.append(indent * (depth + 1) + branch_mark
+                         + f"truncated branch of depth {levels[child]}")
+        else:
+            stack.extend((depth + 1, child, b, c) for b, c in reversed(view.children(child)))
     return "\n".join(lines) + "\n"
 
 
@@ -414,11 +518,16 @@ def export_graphviz(
     >>> dot.startswith("digraph Tree {")
     True
     """
-    view = _TreeView(model, feature_names, class_names)
+    multiway = _is_multiway(model)
+    if multiway:
+        view = _MultiwayView(model, feature_names, class_names)
+    else:
+        view = _TreeView(model, feature_names, class_names)
     _check_int("max_depth", max_depth, 0, allow_none=True)
     _check_int("precision", precision, 0)
 
-    criterion = str(getattr(model, "criterion", "impurity"))
+    # Multiway trees (ID3, C4.5) always score nodes by entropy in bits.
+    criterion = "entropy" if multiway else str(getattr(model, "criterion", "impurity"))
     total_weight = view.weighted[0] if view.weighted[0] > 0 else 1.0
 
     # Colour setup.
@@ -461,7 +570,9 @@ def export_graphviz(
         parts = []
         if node_ids:
             parts.append(f"node #{node}")
-        if not view.is_leaf(node):
+        if multiway and not view.is_leaf(node):
+            parts.append(f"{view.feature_names[view.feature[node]]}?")
+        elif not view.is_leaf(node):
             name = view.feature_names[view.feature[node]]
             if view.node_is_categorical(node):
                 parts.append(f"{name} in {view.categories_left(node)}")
@@ -513,10 +624,18 @@ def export_graphviz(
             if filled:
                 attrs += f', fillcolor="{fill(node)}"'
             out.append(f"{node} [{attrs}] ;")
-            if not view.is_leaf(node):
+            if multiway:
+                for branch, child in reversed(view.children(node)):
+                    stack.append((child, depth + 1, (node, branch)))
+            elif not view.is_leaf(node):
                 stack.append((int(view.right[node]), depth + 1, node))
                 stack.append((int(view.left[node]), depth + 1, node))
-        if parent is not None:
+        if multiway and parent is not None:
+            # Edges carry the branch's test, e.g. "= sunny", "<= 75" or "missing".
+            parent, branch = parent
+            edge_label = _multiway_edge_label(view.tree, parent, branch, precision)
+            out.append(f'{parent} -> {node} [label="{_escape(edge_label)}"] ;')
+        elif parent is not None:
             edge = f"{parent} -> {node}"
             if parent == 0:
                 is_left = node == int(view.left[0])

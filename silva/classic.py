@@ -1,0 +1,686 @@
+"""The classic lineage: ID3 (Quinlan 1986) and C4.5 (Quinlan 1993), scikit-learn's API.
+
+Both grow *multiway* trees (:class:`silva.engine.multiway.MultiwayTree`): a test on a
+categorical feature has one branch per value. Entropy is in bits throughout.
+
+- :class:`ID3Classifier` chooses the test of largest information gain, never tests a
+  feature twice on a path, and stops when a node is pure, no feature is left, or the
+  best gain is zero. Numeric features are first discretised into ``n_bins`` quantile
+  bins (:class:`silva.engine.binning.Binner`; exact bins when a feature has at most
+  ``n_bins`` distinct values) and are then categorical; ``numeric="error"`` refuses them.
+- :class:`C45Classifier` chooses, among the tests whose gain is at least the average
+  gain, the one of largest gain ratio; binary thresholds on continuous features, one
+  branch per value on categorical ones; unknown values as in C4.5 (gain on the known
+  cases scaled by their fraction, fractional cases down every branch at fit, blended
+  class distributions at predict); pessimistic error-based pruning.
+
+Both work on pandas data frames of string columns directly: with the default
+``categorical_features="auto"``, object, string, category and bool columns are
+categorical. Node split searches are compiled (:mod:`silva.engine.multiway`); the loop
+over nodes is Python, which costs a few microseconds per node (the trees of ID3 and C4.5
+have hundreds of nodes, not CART's tens of thousands: see ``benchmarks/bench_classic.py``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from silva import _input
+from silva.criteria import TreeReportMixin
+from silva.engine import multiway as mw
+from silva.engine.binning import MAX_BINS_LIMIT, Binner
+from silva.persistence import PersistenceMixin
+
+__all__ = ["ID3Classifier", "C45Classifier"]
+
+_UNLIMITED_DEPTH = 2**31 - 1
+# C4.5 evaluates the features of a node in parallel from this many (samples x features);
+# below it, starting threads costs more than it saves (2 cores, bench_classic.py).
+PARALLEL_MIN_WORK = 200_000
+
+
+class _TreeBuilder:
+    """Collects nodes while a tree grows; :meth:`build` makes the MultiwayTree, leaving
+    out the descendants of pruned nodes."""
+
+    def __init__(self, n_classes):
+        self.n_classes = n_classes
+        self.kind, self.feature, self.threshold = [], [], []
+        self.branches, self.fractions, self.missing = [], [], []
+        self.counts, self.n_samples = [], []
+
+    def add(self, counts, n_samples):
+        self.kind.append(mw.LEAF)
+        self.feature.append(-2)
+        self.threshold.append(-2.0)
+        self.branches.append([])
+        self.fractions.append([])
+        self.missing.append(-1)
+        self.counts.append(np.asarray(counts, dtype=np.float64))
+        self.n_samples.append(int(n_samples))
+        return len(self.kind) - 1
+
+    def set_split(self, node, kind, feature, threshold, branches, fractions, missing=-1):
+        self.kind[node] = kind
+        self.feature[node] = int(feature)
+        self.threshold[node] = float(threshold)
+        self.branches[node] = list(branches)
+        self.fractions[node] = list(fractions)
+        self.missing[node] = int(missing)
+
+    def arrays(self):
+        """The node arrays as grown (unpruned), for the pruning kernel."""
+        n_branches = np.array([len(b) for b in self.branches], dtype=np.int64)
+        first = np.concatenate([[0], np.cumsum(n_branches)[:-1]]).astype(np.int64)
+        flat = np.array([c for b in self.branches for c in b], dtype=np.int64)
+        return (np.array(self.kind, dtype=np.int64), first, n_branches, flat,
+                np.array(self.missing, dtype=np.int64))
+
+    def build(self, *, n_features, blend_missing, bin_edges, n_bin_edges, value_names,
+              pruned=None):
+        old_to_new = {}
+        order = []
+        stack = [0]
+        while stack:  # depth first, first branch first: children after parents
+            node = stack.pop()
+            old_to_new[node] = len(order)
+            order.append(node)
+            if self.kind[node] != mw.LEAF and not (pruned is not None and pruned[node]):
+                children = [c for c in self.branches[node] if c >= 0]
+                if self.missing[node] >= 0:
+                    children.append(self.missing[node])
+                stack.extend(reversed(children))
+        kind, feature, threshold, first, n_branches, child, fraction, missing = (
+            [], [], [], [], [], [], [], [])
+        for node in order:
+            leaf = self.kind[node] == mw.LEAF or (pruned is not None and pruned[node])
+            kind.append(mw.LEAF if leaf else self.kind[node])
+            feature.append(-2 if leaf else self.feature[node])
+            threshold.append(-2.0 if leaf else self.threshold[node])
+            first.append(len(child))
+            if leaf:
+                n_branches.append(0)
+                missing.append(-1)
+                continue
+            n_branches.append(len(self.branches[node]))
+            child.extend(old_to_new[c] if c >= 0 else -1 for c in self.branches[node])
+            fraction.extend(self.fractions[node])
+            missing.append(old_to_new[self.missing[node]] if self.missing[node] >= 0 else -1)
+        counts = np.array([self.counts[node] for node in order]).reshape(len(order), -1)
+        weight = counts.sum(axis=1)
+        value = counts / np.where(weight > 0, weight, 1.0)[:, None]
+        impurity = np.array([mw.entropy_bits(c) for c in counts])
+        return mw.MultiwayTree(
+            n_features=n_features, n_classes=self.n_classes, kind=kind, feature=feature,
+            threshold=threshold, first_branch=first, n_branches=n_branches,
+            branch_child=child, branch_fraction=fraction, missing_child=missing,
+            value=value, impurity=impurity,
+            n_node_samples=[self.n_samples[node] for node in order],
+            weighted_n_node_samples=weight, blend_missing=blend_missing,
+            bin_edges=bin_edges, n_bin_edges=n_bin_edges, value_names=value_names)
+
+
+class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+                              BaseEstimator):
+    """Input handling, prediction and reports shared by ID3 and C4.5."""
+
+    # ----------------------------------------------------------------- input
+    def _prepare_X(self, X, *, reset):
+        """Validated float64 X; data-frame categorical columns become category codes."""
+        if reset:
+            names = list(X.columns) if _input._is_dataframe(X) else None
+            n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
+            mask = None
+            if n_features is not None:
+                mask = _input.resolve_categorical_features(
+                    self.categorical_features, X, n_features, names)
+            self._encoder = None
+            if _input._is_dataframe(X) and mask is not None and mask.any():
+                self._encoder = _input.CategoryEncoder().fit(X, mask)
+                X = self._encoder.transform(X)
+            X = _input.validate_X(self, X, reset=True)
+            if mask is None:
+                mask = _input.resolve_categorical_features(
+                    self.categorical_features, X, X.shape[1], names)
+            self.is_categorical_ = mask
+            return X
+        if self._encoder is not None and _input._is_dataframe(X):
+            X = self._encoder.transform(X)
+        return _input.validate_X(self, X, reset=False)
+
+    def _validated_X(self, X):
+        check_is_fitted(self, "tree_")
+        return self._prepare_X(X, reset=False)
+
+    def _value_names(self, n_features):
+        names = [None] * n_features
+        if self._encoder is not None:
+            for j, categories in self._encoder.categories_.items():
+                names[j] = [str(c) for c in categories]
+        return names
+
+    def fit(self, X, y, sample_weight=None):
+        """Grow the tree on ``(X, y)``; NaN (or None in a data frame) means missing.
+
+        Parameters
+        ----------
+        X : array-like or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Case weights (a weight of 2 counts a case twice).
+
+        Returns
+        -------
+        self
+        """
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
+                             "y is None.")
+        X = self._prepare_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                          "used as y.ravel().", DataConversionWarning, stacklevel=2)
+            y = y.ravel()
+        if y.ndim != 1:
+            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}.")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        check_classification_targets(y)
+        self.classes_, y_encoded = np.unique(y, return_inverse=True)
+        self.n_classes_ = len(self.classes_)
+        self.n_outputs_ = 1
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        names = getattr(self, "feature_names_in_", None)
+        _input.check_categorical_codes(X, self.is_categorical_, MAX_BINS_LIMIT, names)
+        self._check_params()
+        # A case of weight zero takes no part, not even in the thresholds or bins.
+        positive = sample_weight > 0
+        X, y_encoded, sample_weight = X[positive], y_encoded[positive], sample_weight[positive]
+        self._has_missing_at_fit = bool(np.isnan(X).any())
+        self.tree_ = self._grow(X, y_encoded.astype(np.int64), sample_weight)
+        return self
+
+    # -------------------------------------------------------------- predict
+    def predict_proba(self, X):
+        """Class probabilities: the class distribution of the leaf each sample reaches (a
+        blend of several leaves for C4.5 and missing values; see the class notes)."""
+        X = self._validated_X(X)
+        return self.tree_.predict(X)[:, 0, :]
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Most probable class of each sample (the first of equals)."""
+        probabilities = self.predict_proba(X)
+        return self.classes_[np.argmax(probabilities, axis=1)]
+
+    def apply(self, X):
+        """Node where each sample's path ends: a leaf, or the inner node whose test it
+        cannot take (a value without a branch; for C4.5 a missing value, where the
+        blend over branches starts)."""
+        return self.tree_.apply(self._validated_X(X))
+
+    def get_depth(self):
+        """Depth of the tree: the largest number of edges from the root to a leaf."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.max_depth
+
+    def get_n_leaves(self):
+        """Number of leaves (branches without training cases are not counted)."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised total weighted entropy decrease (information gain) per feature."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.compute_feature_importances()
+
+    def rules(self, *, feature_names=None, decimals=2):
+        """The tree as if-then rules, one per leaf, in the tree's order.
+
+        Conditions on the same continuous feature along a path are merged into one
+        interval. Each rule ends with ``(N/E)``: the training weight reaching the leaf
+        and the weight of it that the leaf misclassifies, as in Quinlan's printouts.
+        These are the tree's paths, not the generalised rule sets of C4.5rules.
+
+        Returns
+        -------
+        list of str
+        """
+        check_is_fitted(self, "tree_")
+        tree = self.tree_
+        names = (list(feature_names) if feature_names is not None
+                 else self._feature_names_for_report())
+        if len(names) != tree.n_features:
+            raise ValueError(f"feature_names must have {tree.n_features} entries; got "
+                             f"{len(names)}.")
+        rules = []
+        stack = [(0, [])]
+        while stack:
+            node, path = stack.pop()
+            if tree.is_leaf(node):
+                rules.append(self._rule_text(node, path, names, decimals))
+                continue
+            for branch, child in reversed(tree.children(node)):
+                stack.append((child, path + [(node, branch)]))
+        return rules
+
+    def _rule_text(self, node, path, names, decimals):
+        tree = self.tree_
+        conditions = []
+        bounds = {}  # continuous feature -> [lower (exclusive), upper (inclusive)]
+        for ancestor, branch in path:
+            f = int(tree.feature[ancestor])
+            if tree.kind[ancestor] == mw.THRESHOLD and branch >= 0:
+                low, high = bounds.setdefault(f, [-np.inf, np.inf])
+                if f not in [c[0] for c in conditions if isinstance(c, tuple)]:
+                    conditions.append((f,))
+                if branch == 0:
+                    bounds[f][1] = min(high, tree.threshold[ancestor])
+                else:
+                    bounds[f][0] = max(low, tree.threshold[ancestor])
+            else:
+                conditions.append(tree.branch_condition(ancestor, branch, names[f], decimals))
+        parts = []
+        for condition in conditions:
+            if isinstance(condition, tuple):
+                f = condition[0]
+                low, high = bounds[f]
+                if np.isfinite(low) and np.isfinite(high):
+                    parts.append(f"{low:.{decimals}f} < {names[f]} <= {high:.{decimals}f}")
+                elif np.isfinite(low):
+                    parts.append(f"{names[f]} > {low:.{decimals}f}")
+                else:
+                    parts.append(f"{names[f]} <= {high:.{decimals}f}")
+            else:
+                parts.append(condition)
+        weight = tree.weighted_n_node_samples[node]
+        label = self.classes_[int(np.argmax(tree.value[node, 0]))]
+        errors = weight * (1.0 - tree.value[node, 0].max())
+        premise = " and ".join(parts) if parts else "true"
+        return f"if {premise} then class = {label} ({weight:.1f}/{errors:.1f})"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.classifier_tags.multi_label = False
+        return tags
+
+
+class ID3Classifier(_MultiwayTreeClassifier):
+    """ID3 decision tree (Quinlan 1986): multiway splits by information gain.
+
+    At each node ID3 tests the feature of largest information gain (entropy in bits),
+    with one branch per value of the feature present at the node, and never tests a
+    feature twice on one path. A node becomes a leaf when it is pure, when no feature is
+    left to test, when the best gain is zero, at ``max_depth``, or when it has fewer
+    than ``min_samples_split`` samples.
+
+    Parameters
+    ----------
+    max_depth : int or None, default=None
+        Largest depth; None grows until the other rules stop.
+    min_samples_split : int or float, default=2
+        Fewest samples a node needs to be split (a float is a fraction of the samples).
+    n_bins : int, default=10
+        Numeric features are discretised into at most this many quantile bins before
+        growing (:class:`silva.engine.binning.Binner`: a feature with at most ``n_bins``
+        distinct values gets one bin per value; bin edges are midpoints between training
+        values), and then split like categorical features, one branch per bin. The
+        quantiles are of the training rows and ignore ``sample_weight``.
+    numeric : {"bins", "error"}, default="bins"
+        "error" refuses numeric features, for ID3 on categorical data only.
+    categorical_features : None, "auto", mask, indices or names, default="auto"
+        Categorical features. "auto" picks a data frame's object, string, category and
+        bool columns. In arrays, categorical values must be integer codes >= 0.
+
+    Attributes
+    ----------
+    classes_, n_classes_, n_features_in_, feature_names_in_, is_categorical_
+    tree_ : silva.engine.multiway.MultiwayTree
+        The tree; value branches are category codes or bin numbers.
+    feature_importances_ : ndarray of shape (n_features,)
+
+    Notes
+    -----
+    Missing values (NaN) are one more value of a feature: a test on a feature that has
+    missing values at the node gets a branch for them. A value without a branch at a
+    node (a category unseen there, or a missing value where there was none) is
+    classified by the majority class of that node (its class distribution, for
+    ``predict_proba``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from silva.classic import ID3Classifier
+    >>> X = pd.DataFrame({"outlook": ["sunny", "sunny", "rain", "overcast"],
+    ...                   "windy": ["no", "yes", "yes", "no"]})
+    >>> ID3Classifier().fit(X, ["no", "no", "no", "yes"]).get_n_leaves()
+    3
+    """
+
+    def __init__(self, *, max_depth=None, min_samples_split=2, n_bins=10, numeric="bins",
+                 categorical_features="auto"):
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.n_bins = n_bins
+        self.numeric = numeric
+        self.categorical_features = categorical_features
+
+    def _check_params(self):
+        _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
+        _input.check_count_or_fraction(self.min_samples_split, "min_samples_split", 2)
+        _input.check_int(self.n_bins, "n_bins", 2)
+        if self.n_bins > 255:
+            raise ValueError(f"n_bins must be <= 255; got {self.n_bins}.")
+        _input.check_option(self.numeric, "numeric", {"bins", "error"})
+
+    def _grow(self, X, y, weights):
+        n_samples, n_features = X.shape
+        is_categorical = self.is_categorical_
+        if self.numeric == "error" and not is_categorical.all():
+            names = self._feature_names_for_report()
+            numeric = [names[j] for j in np.flatnonzero(~is_categorical)]
+            raise ValueError(f"numeric='error' refuses numeric features, and X has {numeric}; "
+                             "pass them as categorical (strings or a category dtype), or "
+                             "use numeric='bins' to discretise them.")
+        max_depth = _UNLIMITED_DEPTH if self.max_depth is None else self.max_depth
+        min_split = self.min_samples_split
+        if isinstance(min_split, float):
+            min_split = max(2, int(np.ceil(min_split * n_samples)))
+        binner = Binner(self.n_bins, is_categorical)
+        codes = binner.fit_transform(X)
+        self._binner = binner
+        n_codes = binner.missing_bin_ + 1
+        n_classes = self.n_classes_
+        builder = _TreeBuilder(n_classes)
+        all_samples = np.arange(n_samples, dtype=np.int64)
+        root = builder.add(np.bincount(y, weights=weights, minlength=n_classes), n_samples)
+        stack = [(root, all_samples, 0, np.ones(n_features, dtype=np.uint8))]
+        while stack:
+            node, samples, depth, allowed = stack.pop()
+            counts = builder.counts[node]
+            if (depth >= max_depth or samples.shape[0] < min_split or not allowed.any()
+                    or np.count_nonzero(counts) <= 1):
+                continue
+            gains = mw.id3_gains(codes, samples, y, weights, n_classes, n_codes, allowed)
+            f = int(np.argmax(gains))
+            if not gains[f] > mw.EPSILON:
+                continue
+            column = codes[f, samples].astype(np.int64)
+            n_value_branches = int(binner.n_value_bins_[f])
+            branches = [-1] * n_value_branches
+            branch_weight = np.bincount(column, weights=weights[samples],
+                                        minlength=n_codes)
+            child_allowed = allowed.copy()
+            child_allowed[f] = 0
+            missing_child = -1
+            pending = []
+            for code in np.flatnonzero(np.bincount(column, minlength=n_codes)):
+                members = samples[column == code]
+                child = builder.add(np.bincount(y[members], weights=weights[members],
+                                                minlength=n_classes), members.shape[0])
+                if code == binner.missing_bin_:
+                    missing_child = child
+                else:
+                    branches[code] = child
+                pending.append((child, members, depth + 1, child_allowed))
+            known = branch_weight[:n_value_branches]
+            fractions = known / known.sum() if known.sum() > 0 else np.zeros_like(known)
+            kind = mw.CATEGORICAL if is_categorical[f] else mw.INTERVALS
+            builder.set_split(node, kind, f, -2.0, branches, fractions, missing_child)
+            stack.extend(reversed(pending))
+        edges = np.where(is_categorical[:, None], np.inf, binner.bin_thresholds_)
+        n_edges = np.where(is_categorical, 0, binner.n_value_bins_ - 1)
+        return builder.build(n_features=n_features, blend_missing=False, bin_edges=edges,
+                             n_bin_edges=n_edges, value_names=self._value_names(n_features))
+
+    def _multiway_split_rows(self, tree, node, X, y, w, names):
+        codes = self._binner.transform(X) if X.shape[0] else None
+        allowed = np.ones(tree.n_features, dtype=np.uint8)
+        current = node
+        while tree.parent[current] >= 0:
+            current = tree.parent[current]
+            allowed[tree.feature[current]] = 0
+        gains = (mw.id3_gains(codes, np.arange(X.shape[0], dtype=np.int64), y, w,
+                              self.n_classes_, self._binner.missing_bin_ + 1, allowed)
+                 if codes is not None else np.full(tree.n_features, -np.inf))
+        rows = []
+        for j, name in enumerate(names):
+            gain = float(gains[j]) if np.isfinite(gains[j]) else np.nan
+            unit = "value" if self.is_categorical_[j] else "bin"
+            split = f"one branch per {unit} of {name}" if allowed[j] else ""
+            rows.append({"_feature": j, "feature": name, "split": split, "score": gain,
+                         "criterion": "information_gain", "gain": gain})
+        return rows
+
+
+class C45Classifier(_MultiwayTreeClassifier):
+    """C4.5 decision tree (Quinlan 1993): gain ratio, thresholds, unknown values, pruning.
+
+    Growth (Quinlan 1993, ch. 2-3). At each node every feature proposes one test: a
+    categorical feature one branch per category (every category seen at fit, so
+    branches may be empty), a continuous feature the binary threshold of largest gain.
+    Among the possible tests whose information gain is at least the average gain of all
+    possible tests, C4.5 takes the one of largest gain ratio. A test is possible only if
+    at least two of its branches get ``min_samples_leaf`` or more training weight (for a
+    threshold: both sides). A categorical feature is not tested again below a test on
+    it. A node becomes a leaf when it is pure, when it weighs less than
+    ``2 * min_samples_leaf``, at ``max_depth``, or when no test has positive gain.
+
+    Thresholds are real training values: the largest value of the feature in the whole
+    training set that does not exceed the midpoint between the two node values the cut
+    falls between (C4.5's rule), and a sample goes to the first branch when its value is
+    ``<=`` the threshold. Every distinct value is a candidate cut (no binning).
+
+    Unknown values (NaN) follow C4.5 (Quinlan 1993, sec. 3.1-3.3): a test's gain is
+    computed on the cases whose value is known and multiplied by their share ``F`` of the
+    node's weight; its split information counts the unknown cases as one more subset. At
+    fit, a case with an unknown value goes down every branch, its weight multiplied by
+    the fraction of the known weight that took the branch. At predict, a sample with an
+    unknown value at a test gets the class distributions of all branches, weighted by
+    those training fractions and summed.
+
+    Pruning (Quinlan 1993, sec. 4.2): the tree is pruned bottom-up by subtree
+    replacement: a node becomes a leaf when ``N U_CF(E, N)``, its predicted errors as a
+    leaf (``E`` the training weight it misclassifies out of ``N``, ``U_CF`` the upper
+    limit of the binomial confidence interval at level ``confidence``), is no more than
+    its subtree's predicted errors plus 0.1. ``U_CF`` is computed exactly (beta quantile)
+    where C4.5's program uses a normal approximation for ``E >= 1``; subtree raising is
+    not implemented.
+
+    Parameters
+    ----------
+    confidence : float in (0, 1], default=0.25
+        C4.5's CF; smaller prunes more. 1.0 turns pruning off.
+    min_samples_leaf : int or float, default=2
+        C4.5's MINOBJS (option ``-m``): the least training weight that two branches of
+        a test must each get.
+    max_depth : int or None, default=None
+        Largest depth (not in C4.5; None grows until C4.5's own rules stop).
+    categorical_features : None, "auto", mask, indices or names, default="auto"
+        Categorical features. "auto" picks a data frame's object, string, category and
+        bool columns. In arrays, categorical values must be integer codes >= 0.
+
+    Attributes
+    ----------
+    classes_, n_classes_, n_features_in_, feature_names_in_, is_categorical_
+    tree_ : silva.engine.multiway.MultiwayTree
+    feature_importances_ : ndarray of shape (n_features,)
+
+    Notes
+    -----
+    A category with no branch at a node (a code never seen at fit, or a branch that had
+    no training case) is classified by that node's class distribution; C4.5 likewise
+    labels an empty branch with its parent's majority class.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from silva.classic import C45Classifier
+    >>> X = pd.DataFrame({"outlook": ["sunny"] * 4 + ["rain"] * 4,
+    ...                   "humidity": [90.0, 85, 70, 65, 80, 75, 70, 95]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "yes", "yes", "no"]
+    >>> C45Classifier(confidence=1.0).fit(X, y).predict(X.iloc[:2]).tolist()
+    ['no', 'no']
+    """
+
+    def __init__(self, *, confidence=0.25, min_samples_leaf=2, max_depth=None,
+                 categorical_features="auto"):
+        self.confidence = confidence
+        self.min_samples_leaf = min_samples_leaf
+        self.max_depth = max_depth
+        self.categorical_features = categorical_features
+
+    def _check_params(self):
+        _input.check_float(self.confidence, "confidence", 0.0, 1.0, low_inclusive=False)
+        _input.check_float(self.min_samples_leaf, "min_samples_leaf", 0.0,
+                           low_inclusive=False)
+        _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
+
+    def _feature_grid(self, X):
+        """Sorted distinct training values of each continuous feature, +inf padded."""
+        n_features = X.shape[1]
+        grids = [np.unique(X[~np.isnan(X[:, j]), j]) if not self.is_categorical_[j]
+                 else np.empty(0) for j in range(n_features)]
+        n_grid = np.array([g.shape[0] for g in grids], dtype=np.int64)
+        grid = np.full((n_features, max(1, int(n_grid.max(initial=0)))), np.inf)
+        for j, g in enumerate(grids):
+            grid[j, :g.shape[0]] = g
+        return grid, n_grid
+
+    def _n_values(self, X):
+        n_values = np.zeros(X.shape[1], dtype=np.int64)
+        for j in np.flatnonzero(self.is_categorical_):
+            if self._encoder is not None and j in self._encoder.categories_:
+                n_values[j] = len(self._encoder.categories_[j])
+            else:
+                present = X[~np.isnan(X[:, j]), j]
+                n_values[j] = int(present.max()) + 1 if present.size else 0
+        return n_values
+
+    def _choose(self, gain, info):
+        """C4.5's choice: largest gain ratio among possible tests with gain >= average."""
+        possible = np.isfinite(gain)
+        if not possible.any():
+            return -1
+        average = gain[possible].mean()
+        eligible = possible & (gain >= average - mw.EPSILON) & (info > mw.EPSILON)
+        if not eligible.any():
+            return -1
+        ratio = np.where(eligible, gain / np.where(info > 0, info, 1.0), -np.inf)
+        best = int(np.argmax(ratio))
+        return best if gain[best] > mw.EPSILON else -1
+
+    def _grow(self, X, y, weights):
+        n_samples, n_features = X.shape
+        min_objects = float(self.min_samples_leaf)
+        max_depth = _UNLIMITED_DEPTH if self.max_depth is None else self.max_depth
+        n_classes = self.n_classes_
+        is_categorical = self.is_categorical_.astype(np.uint8)
+        n_values = self._n_values(X)
+        self._n_values_ = n_values
+        grid, n_grid = self._feature_grid(X)
+        self._grid = (grid, n_grid)
+        builder = _TreeBuilder(n_classes)
+        root = builder.add(np.bincount(y, weights=weights, minlength=n_classes), n_samples)
+        stack = [(root, np.arange(n_samples, dtype=np.int64), weights.copy(), 0,
+                  np.ones(n_features, dtype=np.uint8))]
+        while stack:
+            node, samples, node_weights, depth, allowed = stack.pop()
+            counts = builder.counts[node]
+            total = counts.sum()
+            if (depth >= max_depth or total < 2.0 * min_objects - mw.EPSILON
+                    or counts.max() >= total - mw.EPSILON):
+                continue
+            gain, info, thresholds = mw.c45_evaluate(
+                X, samples, node_weights, y, n_classes, is_categorical, n_values, allowed,
+                min_objects, grid, n_grid, PARALLEL_MIN_WORK)
+            f = self._choose(gain, info)
+            if f < 0:
+                continue
+            column = X[samples, f]
+            missing = np.isnan(column)
+            if is_categorical[f]:
+                n_branches = int(n_values[f])
+                branch = np.where(missing, 0, column).astype(np.int64)
+                kind, threshold = mw.CATEGORICAL, -2.0
+            else:
+                n_branches = 2
+                branch = (column > thresholds[f]).astype(np.int64)
+                kind, threshold = mw.THRESHOLD, thresholds[f]
+            known_weight = np.bincount(branch[~missing], weights=node_weights[~missing],
+                                       minlength=n_branches)
+            fractions = known_weight / known_weight.sum()
+            child_allowed = allowed
+            if is_categorical[f]:
+                child_allowed = allowed.copy()
+                child_allowed[f] = 0
+            branches = [-1] * n_branches
+            pending = []
+            for b in np.flatnonzero(known_weight > 0):
+                chosen = ~missing & (branch == b)
+                members = np.concatenate([samples[chosen], samples[missing]])
+                member_weights = np.concatenate([node_weights[chosen],
+                                                 node_weights[missing] * fractions[b]])
+                child = builder.add(np.bincount(y[members], weights=member_weights,
+                                                minlength=n_classes), members.shape[0])
+                branches[b] = child
+                pending.append((child, members, member_weights, depth + 1, child_allowed))
+            builder.set_split(node, kind, f, threshold, branches, fractions)
+            stack.extend(reversed(pending))
+        pruned = None
+        if self.confidence < 1.0:
+            kind, first, n_branches, child, missing_child = builder.arrays()
+            counts = np.array(builder.counts).reshape(len(builder.counts), -1)
+            n = counts.sum(axis=1)
+            errors = n - counts.max(axis=1)
+            leaf_errors = n * mw.binomial_upper_limit(errors, n, self.confidence)
+            pruned, _ = mw.pessimistic_prune(kind, first, n_branches, child, missing_child,
+                                             leaf_errors)
+        return builder.build(n_features=n_features, blend_missing=True,
+                             bin_edges=np.full((n_features, 1), np.inf),
+                             n_bin_edges=np.zeros(n_features, dtype=np.int64),
+                             value_names=self._value_names(n_features), pruned=pruned)
+
+    def _multiway_split_rows(self, tree, node, X, y, w, names):
+        allowed = np.ones(tree.n_features, dtype=np.uint8)
+        current = node
+        while tree.parent[current] >= 0:
+            current = tree.parent[current]
+            if self.is_categorical_[tree.feature[current]]:
+                allowed[tree.feature[current]] = 0
+        grid, n_grid = self._grid
+        gain, info, thresholds = mw.c45_evaluate(
+            X, np.arange(X.shape[0], dtype=np.int64), w, y, self.n_classes_,
+            self.is_categorical_.astype(np.uint8), self._n_values_, allowed,
+            float(self.min_samples_leaf), grid, n_grid, PARALLEL_MIN_WORK)
+        possible = np.isfinite(gain)
+        average = gain[possible].mean() if possible.any() else np.inf
+        rows = []
+        for j, name in enumerate(names):
+            row = {"_feature": j, "feature": name, "split": "", "score": np.nan,
+                   "criterion": "gain_ratio", "gain": np.nan, "split_info": np.nan,
+                   "gain_ratio": np.nan, "eligible": False}
+            if possible[j]:
+                ratio = gain[j] / info[j] if info[j] > mw.EPSILON else 0.0
+                row.update(gain=float(gain[j]), split_info=float(info[j]),
+                           gain_ratio=float(ratio), score=float(ratio),
+                           eligible=bool(gain[j] >= average - mw.EPSILON
+                                         and info[j] > mw.EPSILON))
+                row["split"] = (f"one branch per value of {name}"
+                                if self.is_categorical_[j]
+                                else f"{name} <= {thresholds[j]:.6g}")
+            rows.append(row)
+        return rows
