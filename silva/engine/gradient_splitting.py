@@ -1,0 +1,294 @@
+"""Split search on gradient statistics: the second-order gain of Chen & Guestrin (2016).
+
+A node's histogram has three channels per (feature, bin): the sample weight (the weighted
+count), the weighted gradient sum ``G`` and the weighted hessian sum ``H``. With L2
+regularisation ``lambda``, L1 regularisation ``alpha`` and ``T_alpha(G) = sign(G)
+max(|G| - alpha, 0)`` (soft thresholding, as XGBoost and LightGBM apply L1), a leaf's
+optimal weight and its score are
+
+    w* = -T_alpha(G) / (H + lambda),        score = T_alpha(G)^2 / (H + lambda),
+
+and a split's gain is ``1/2 [score_L + score_R - score_parent] - gamma`` (``gamma`` is
+``min_split_gain``; XGBoost and LightGBM compare the un-halved bracket with their
+``gamma`` / ``min_gain_to_split``, so their value is twice silva's). When a leaf weight is
+clipped (``max_delta_step``, monotonic bounds) the score is the objective reduction at the
+clipped weight ``w``: ``-(2 T_alpha(G) w + (H + lambda) w^2)`` (LightGBM's rule).
+
+Candidates:
+
+- numeric features: every boundary between two bins, with the node's missing values sent
+  right, then left (the learned default direction of XGBoost's sparsity-aware split
+  finding), plus "missing versus the rest". A node that saw no missing value sends them
+  to the child with the larger weight;
+- categorical features: the categories present in the node (and the missing values as
+  one more category) sorted by ``G / (H + lambda)``, then scanned as if numeric, as
+  LightGBM does (Fisher 1958 ordering: optimal for a quadratic objective). Categories the
+  node never saw follow the missing values;
+- a candidate needs ``min_samples_leaf`` weight and ``min_child_weight`` hessian in each
+  child; with a monotonic constraint it must also order the children's weights.
+
+Features are scanned independently (in parallel for large nodes) into per-feature
+results; the best is then picked serially, the lowest feature index winning ties, so the
+result never depends on the number of threads.
+"""
+
+import numba as nb
+import numpy as np
+
+from silva.engine.binning import ALL_VALUE_BINS
+
+NO_GAIN = -np.inf
+
+# Entries of the ``params`` array.
+L1 = 0
+L2 = 1
+MIN_SPLIT_GAIN = 2
+MIN_CHILD_WEIGHT = 3
+MIN_SAMPLES_LEAF = 4
+MAX_DELTA_STEP = 5
+N_PARAMS = 6
+
+
+@nb.njit(cache=True, inline="always")
+def threshold_l1(g, l1):
+    """Soft thresholding ``sign(g) max(|g| - l1, 0)``."""
+    if g > l1:
+        return g - l1
+    if g < -l1:
+        return g + l1
+    return 0.0
+
+
+@nb.njit(cache=True, inline="always")
+def leaf_output(g, h, l1, l2, max_delta_step, lower, upper):
+    """Leaf weight ``-T(G)/(H+lambda)`` clipped to ``max_delta_step`` and ``[lower, upper]``."""
+    denominator = h + l2
+    w = 0.0
+    if denominator > 0.0:
+        w = -threshold_l1(g, l1) / denominator
+    if max_delta_step > 0.0:
+        w = min(max(w, -max_delta_step), max_delta_step)
+    return min(max(w, lower), upper)
+
+
+@nb.njit(cache=True, inline="always")
+def leaf_score(g, h, l1, l2):
+    """Objective reduction of the optimal unclipped weight, ``T(G)^2 / (H + lambda)``."""
+    denominator = h + l2
+    if denominator <= 0.0:
+        return 0.0
+    t = threshold_l1(g, l1)
+    return t * t / denominator
+
+
+@nb.njit(cache=True, inline="always")
+def score_given_output(g, h, l1, l2, w):
+    """Objective reduction ``-(2 T(G) w + (H + lambda) w^2)`` at a given weight ``w``."""
+    return -(2.0 * threshold_l1(g, l1) * w + (h + l2) * w * w)
+
+
+@nb.njit(cache=True)
+def node_score(sums, params, lower, upper, constrained):
+    """The node's own score (subtracted from the children's in a split's gain)."""
+    if not constrained:
+        return leaf_score(sums[1], sums[2], params[L1], params[L2])
+    w = leaf_output(sums[1], sums[2], params[L1], params[L2], params[MAX_DELTA_STEP], lower,
+                    upper)
+    return score_given_output(sums[1], sums[2], params[L1], params[L2], w)
+
+
+@nb.njit(cache=True, inline="always")
+def _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone, constrained):
+    """Children's total score of a candidate, or NO_GAIN when a rule rejects it."""
+    rc = node_sums[0] - lc
+    rg = node_sums[1] - lg
+    rh = node_sums[2] - lh
+    min_samples_leaf = params[MIN_SAMPLES_LEAF]
+    min_child_weight = params[MIN_CHILD_WEIGHT]
+    if lc < min_samples_leaf or rc < min_samples_leaf or lc <= 0.0 or rc <= 0.0:
+        return NO_GAIN
+    if lh < min_child_weight or rh < min_child_weight:
+        return NO_GAIN
+    l1 = params[L1]
+    l2 = params[L2]
+    if not constrained:
+        return leaf_score(lg, lh, l1, l2) + leaf_score(rg, rh, l1, l2)
+    mds = params[MAX_DELTA_STEP]
+    wl = leaf_output(lg, lh, l1, l2, mds, lower, upper)
+    wr = leaf_output(rg, rh, l1, l2, mds, lower, upper)
+    if (monotone > 0 and wl > wr) or (monotone < 0 and wl < wr):
+        return NO_GAIN
+    return score_given_output(lg, lh, l1, l2, wl) + score_given_output(rg, rh, l1, l2, wr)
+
+
+@nb.njit(cache=True)
+def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
+                 constrained, best_left):
+    """Best threshold of one numeric feature.
+
+    Returns ``(children_score, last_left_bin, missing_go_left)``; bins ``<=
+    last_left_bin`` go left (``ALL_VALUE_BINS``: every value left, missing right), and
+    ``best_left`` receives the left child's sums.
+    """
+    # A relative tolerance: after histogram subtraction an empty bin may hold rounding noise.
+    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
+    best = NO_GAIN
+    best_bin = -1
+    best_missing_left = False
+    n_directions = 2 if has_missing else 1
+    for direction in range(n_directions):
+        missing_left = direction == 1
+        lc = hist_f[missing_bin, 0] if missing_left else 0.0
+        lg = hist_f[missing_bin, 1] if missing_left else 0.0
+        lh = hist_f[missing_bin, 2] if missing_left else 0.0
+        for b in range(n_bins_f):
+            c = hist_f[b, 0]
+            lc += c
+            lg += hist_f[b, 1]
+            lh += hist_f[b, 2]
+            if b == n_bins_f - 1 and (missing_left or not has_missing):
+                break  # everything would go left
+            if c <= 0.0 and b < n_bins_f - 1:
+                continue  # an empty bin gives the same partition as the previous one
+            score = _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone,
+                                     constrained)
+            if score > best:
+                best = score
+                best_bin = b if b < n_bins_f - 1 else ALL_VALUE_BINS
+                best_left[0] = lc
+                best_left[1] = lg
+                best_left[2] = lh
+                best_missing_left = missing_left
+                if not has_missing:
+                    best_missing_left = lc > node_sums[0] - lc
+    return best, best_bin, best_missing_left
+
+
+@nb.njit(cache=True)
+def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
+                     constrained, best_left, bitset):
+    """Best category set of one categorical feature (LightGBM's ordering by G/(H+lambda)).
+
+    Writes the left categories into ``bitset`` (with the codes the node never saw when
+    missing values go left, so that they follow the missing values) and returns
+    ``(children_score, missing_go_left)``.
+    """
+    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
+    entries = np.empty(n_bins_f + 1, dtype=np.int64)
+    scores = np.empty(n_bins_f + 1)
+    n_entries = 0
+    l2 = params[L2]
+    for b in range(n_bins_f):
+        if hist_f[b, 0] > 0.0:
+            entries[n_entries] = b
+            scores[n_entries] = hist_f[b, 1] / (hist_f[b, 2] + l2 + 1e-300)
+            n_entries += 1
+    if has_missing:
+        entries[n_entries] = missing_bin
+        scores[n_entries] = hist_f[missing_bin, 1] / (hist_f[missing_bin, 2] + l2 + 1e-300)
+        n_entries += 1
+    if n_entries < 2:
+        return NO_GAIN, False
+    order = np.argsort(scores[:n_entries], kind="mergesort")
+    best = NO_GAIN
+    best_k = -1
+    lc = 0.0
+    lg = 0.0
+    lh = 0.0
+    for k in range(n_entries - 1):
+        e = entries[order[k]]
+        lc += hist_f[e, 0]
+        lg += hist_f[e, 1]
+        lh += hist_f[e, 2]
+        score = _candidate_score(lc, lg, lh, node_sums, params, lower, upper, 0, constrained)
+        if score > best:
+            best = score
+            best_k = k
+            best_left[0] = lc
+            best_left[1] = lg
+            best_left[2] = lh
+    if best_k < 0:
+        return NO_GAIN, False
+    bitset[:] = 0
+    missing_left = False
+    for k in range(best_k + 1):
+        e = entries[order[k]]
+        if e == missing_bin:
+            missing_left = True
+        else:
+            bitset[e >> 6] |= np.uint64(1) << np.uint64(e & 63)
+    if not has_missing:
+        missing_left = best_left[0] > node_sums[0] - best_left[0]
+    if missing_left:
+        for code in range(bitset.shape[0] * 64):
+            if code >= n_bins_f or hist_f[code, 0] <= 0.0:
+                bitset[code >> 6] |= np.uint64(1) << np.uint64(code & 63)
+    return best, missing_left
+
+
+@nb.njit(cache=True, inline="always")
+def _scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
+                  params, lower, upper, constrained, feature_score, feature_bin,
+                  feature_missing_left, feature_left, feature_bitset):
+    if is_categorical[f]:
+        score, missing_left = scan_categorical(hist[f], n_value_bins[f], missing_bin,
+                                               node_sums, params, lower, upper, constrained,
+                                               feature_left[f], feature_bitset[f])
+        split_bin = 0
+    else:
+        score, split_bin, missing_left = scan_numeric(
+            hist[f], n_value_bins[f], missing_bin, node_sums, params, lower, upper,
+            monotonic[f], constrained, feature_left[f])
+    feature_score[f] = score
+    feature_bin[f] = split_bin
+    feature_missing_left[f] = missing_left
+
+
+@nb.njit(cache=True, parallel=True)
+def _scan_parallel(candidates, n_candidates, hist, n_value_bins, is_categorical, monotonic,
+                   missing_bin, node_sums, params, lower, upper, constrained, feature_score,
+                   feature_bin, feature_missing_left, feature_left, feature_bitset):
+    for j in nb.prange(n_candidates):
+        _scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
+                      missing_bin, node_sums, params, lower, upper, constrained,
+                      feature_score, feature_bin, feature_missing_left, feature_left,
+                      feature_bitset)
+
+
+@nb.njit(cache=True)
+def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
+                    missing_bin, node_sums, params, lower, upper, constrained, parallel,
+                    feature_score, feature_bin, feature_missing_left, feature_left,
+                    feature_bitset):
+    """Best split of a node over ``candidates[:n_candidates]`` (see the module docstring).
+
+    ``feature_*`` are per-feature scratch arrays. Returns ``(gain, feature, last_left_bin,
+    missing_go_left)`` with ``gain = 1/2 (children - parent score) - min_split_gain``;
+    ``feature = -1`` when no candidate passes the rules. The winner's left sums and
+    category bitset stay in ``feature_left[feature]`` and ``feature_bitset[feature]``.
+    """
+    if parallel:
+        _scan_parallel(candidates, n_candidates, hist, n_value_bins, is_categorical,
+                       monotonic, missing_bin, node_sums, params, lower, upper, constrained,
+                       feature_score, feature_bin, feature_missing_left, feature_left,
+                       feature_bitset)
+    else:
+        for j in range(n_candidates):
+            _scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
+                          missing_bin, node_sums, params, lower, upper, constrained,
+                          feature_score, feature_bin, feature_missing_left, feature_left,
+                          feature_bitset)
+    best = NO_GAIN
+    best_feature = -1
+    for j in range(n_candidates):
+        f = candidates[j]
+        # Candidates are in increasing feature order: strict '>' keeps the lowest index.
+        if feature_score[f] > best:
+            best = feature_score[f]
+            best_feature = f
+    if best_feature < 0:
+        return NO_GAIN, -1, -1, False
+    parent = node_score(node_sums, params, lower, upper, constrained)
+    gain = 0.5 * (best - parent) - params[MIN_SPLIT_GAIN]
+    return (gain, best_feature, feature_bin[best_feature],
+            feature_missing_left[best_feature] != 0)

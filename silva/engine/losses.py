@@ -1,0 +1,644 @@
+"""Losses for gradient boosting: gradient, hessian, initial constant, line search, link.
+
+Boosting fits an additive model ``F(x) = F_0 + sum_m f_m(x)`` on the *raw* scale (log-odds,
+log-mean, ...); a loss ``L(y, F)`` supplies, per sample,
+
+- the gradient ``g = dL/dF`` and hessian ``h = d2L/dF2`` at the current raw prediction
+  (Friedman 2001 fits trees to ``-g``; Chen & Guestrin 2016 use ``g`` and ``h`` in the
+  second-order objective), both *unweighted*: the booster multiplies them by the sample
+  weights;
+- the optimal constant ``F_0 = argmin_c sum_i w_i L(y_i, c)`` (the initial prediction);
+- a per-leaf line search ``argmin_c sum_{i in leaf} w_i L(y_i, F_i + c)`` where it is not a
+  Newton step (Friedman 2001, Algorithms 2-4: the median of the residuals for
+  absolute error, their quantile for quantile loss, Friedman's one-step estimate for
+  Huber);
+- the loss value (the weighted mean of ``L``, used for metrics and early stopping);
+- the link from the raw scale to predictions (identity, exp, sigmoid, softmax).
+
+Definitions (``F`` raw, ``r = y - F``):
+
+============== ========================================== ===============================
+loss           L(y, F)                                    link
+============== ========================================== ===============================
+squared_error  (y - F)^2 / 2                              identity
+absolute_error |y - F|                                    identity
+huber          r^2/2 if |r| <= d else d(|r| - d/2)        identity; ``d`` is the ``alpha``
+                                                          quantile of ``|r|`` (Friedman
+                                                          2001, sec. 4.4), per iteration
+quantile       alpha r if r > 0 else (alpha - 1) r        identity
+poisson        exp(F) - y F                               exp
+gamma          y exp(-F) + F                              exp
+tweedie        -y e^{(1-p)F}/(1-p) + e^{(2-p)F}/(2-p)     exp; power ``p`` in (1, 2)
+log_loss       log(1 + e^F) - y F; multinomial:           sigmoid; softmax
+               logsumexp(F) - F_y
+exponential    exp(-(2y - 1) F)                           sigmoid(2F) (AdaBoost's loss,
+                                                          Friedman, Hastie & Tibshirani
+                                                          2000)
+============== ========================================== ===============================
+
+Hessians: absolute_error, quantile and huber use ``h = 1`` (their second derivative is
+zero or a point mass; their leaf values come from the line search instead, as LightGBM's
+"leaf renewal" does). The multinomial hessian is ``K/(K-1) p_k (1 - p_k)``: the diagonal of
+the softmax hessian scaled by Friedman's ``(K-1)/K`` factor (Friedman 2001, Algorithm 6),
+which LightGBM uses too.
+
+Per-sample work is compiled with numba and parallel over samples; every sample's value is
+computed independently, so results do not depend on the number of threads.
+"""
+
+import numbers
+
+import numba as nb
+import numpy as np
+
+_EPS = 1e-15
+# exp() overflows above ~709: raw predictions are clipped there before exponentiating.
+_MAX_EXP = 700.0
+
+
+# ---------------------------------------------------------------- compiled kernels
+@nb.njit(cache=True, parallel=True)
+def _squared_error_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        grad[i, 0] = raw[i, 0] - y[i]
+        hess[i, 0] = 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _absolute_error_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        r = raw[i, 0] - y[i]
+        grad[i, 0] = 1.0 if r > 0 else (-1.0 if r < 0 else 0.0)
+        hess[i, 0] = 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _huber_gh(y, raw, delta, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        r = raw[i, 0] - y[i]
+        if abs(r) <= delta:
+            grad[i, 0] = r
+        else:
+            grad[i, 0] = delta if r > 0 else -delta
+        hess[i, 0] = 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _quantile_gh(y, raw, alpha, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        # dL/dF: -alpha where y > F (under-prediction), 1 - alpha where y < F.
+        grad[i, 0] = -alpha if y[i] > raw[i, 0] else (1.0 - alpha if y[i] < raw[i, 0] else 0.0)
+        hess[i, 0] = 1.0
+
+
+@nb.njit(cache=True, parallel=True)
+def _poisson_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        mu = np.exp(min(raw[i, 0], _MAX_EXP))
+        grad[i, 0] = mu - y[i]
+        hess[i, 0] = mu
+
+
+@nb.njit(cache=True, parallel=True)
+def _gamma_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        t = y[i] * np.exp(min(-raw[i, 0], _MAX_EXP))
+        grad[i, 0] = 1.0 - t
+        hess[i, 0] = t
+
+
+@nb.njit(cache=True, parallel=True)
+def _tweedie_gh(y, raw, power, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        f = min(max(raw[i, 0], -_MAX_EXP), _MAX_EXP)
+        a = np.exp((1.0 - power) * f)
+        b = np.exp((2.0 - power) * f)
+        grad[i, 0] = -y[i] * a + b
+        hess[i, 0] = -y[i] * (1.0 - power) * a + (2.0 - power) * b
+
+
+@nb.njit(cache=True, inline="always")
+def _sigmoid(f):
+    if f >= 0:
+        return 1.0 / (1.0 + np.exp(-f))
+    e = np.exp(f)
+    return e / (1.0 + e)
+
+
+@nb.njit(cache=True, parallel=True)
+def _binary_log_loss_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        p = _sigmoid(raw[i, 0])
+        grad[i, 0] = p - y[i]
+        hess[i, 0] = p * (1.0 - p)
+
+
+@nb.njit(cache=True, parallel=True)
+def _multinomial_gh(y, raw, grad, hess):
+    n_classes = raw.shape[1]
+    factor = n_classes / (n_classes - 1.0)
+    for i in nb.prange(y.shape[0]):
+        top = raw[i, 0]
+        for k in range(1, n_classes):
+            top = max(top, raw[i, k])
+        total = 0.0
+        for k in range(n_classes):
+            e = np.exp(raw[i, k] - top)
+            grad[i, k] = e
+            total += e
+        label = np.int64(y[i])
+        for k in range(n_classes):
+            p = grad[i, k] / total
+            grad[i, k] = p - (1.0 if k == label else 0.0)
+            hess[i, k] = factor * p * (1.0 - p)
+
+
+@nb.njit(cache=True, parallel=True)
+def _exponential_gh(y, raw, grad, hess):
+    for i in nb.prange(y.shape[0]):
+        sign = 2.0 * y[i] - 1.0
+        e = np.exp(min(-sign * raw[i, 0], _MAX_EXP))
+        grad[i, 0] = -sign * e
+        hess[i, 0] = e
+
+
+@nb.njit(cache=True, parallel=True)
+def _pointwise_loss(code, param, y, raw, out):
+    """``out[i] = L(y_i, F_i)`` for the loss ``code`` (see ``_CODES``)."""
+    n_classes = raw.shape[1]
+    for i in nb.prange(y.shape[0]):
+        f = raw[i, 0]
+        if code == 0:
+            out[i] = 0.5 * (y[i] - f) ** 2
+        elif code == 1:
+            out[i] = abs(y[i] - f)
+        elif code == 2:
+            r = abs(y[i] - f)
+            out[i] = 0.5 * r * r if r <= param else param * (r - 0.5 * param)
+        elif code == 3:
+            r = y[i] - f
+            out[i] = param * r if r > 0 else (param - 1.0) * r
+        elif code == 4:
+            out[i] = np.exp(min(f, _MAX_EXP)) - y[i] * f
+        elif code == 5:
+            out[i] = y[i] * np.exp(min(-f, _MAX_EXP)) + f
+        elif code == 6:
+            f = min(max(f, -_MAX_EXP), _MAX_EXP)
+            out[i] = (-y[i] * np.exp((1.0 - param) * f) / (1.0 - param)
+                      + np.exp((2.0 - param) * f) / (2.0 - param))
+        elif code == 7:
+            # log(1 + e^f) - y f, computed without overflow.
+            out[i] = max(f, 0.0) + np.log1p(np.exp(-abs(f))) - y[i] * f
+        elif code == 8:
+            top = raw[i, 0]
+            for k in range(1, n_classes):
+                top = max(top, raw[i, k])
+            total = 0.0
+            for k in range(n_classes):
+                total += np.exp(raw[i, k] - top)
+            out[i] = top + np.log(total) - raw[i, np.int64(y[i])]
+        else:
+            out[i] = np.exp(min(-(2.0 * y[i] - 1.0) * f, _MAX_EXP))
+
+
+@nb.njit(cache=True, inline="always")
+def _weighted_quantile_sorted(values, weights, alpha):
+    """Lower weighted ``alpha``-quantile of ``values`` (sorted ascending)."""
+    total = 0.0
+    for i in range(values.shape[0]):
+        total += weights[i]
+    target = alpha * total
+    running = 0.0
+    for i in range(values.shape[0]):
+        running += weights[i]
+        if running >= target - 1e-12 * total:
+            return values[i]
+    return values[values.shape[0] - 1]
+
+
+@nb.njit(cache=True, parallel=True)
+def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_start,
+                     leaf_end, out):
+    """Line-search leaf values from the residuals ``r = y - raw`` of each leaf's samples.
+
+    ``kind`` 0: weighted ``param``-quantile of ``r`` (median for absolute error,
+    ``alpha`` for quantile loss); ``kind`` 1: Friedman's (2001, Algorithm 4) one-step Huber
+    estimate ``median(r) + mean(sign(r - median) min(delta, |r - median|))``. A leaf owns
+    samples ``sample_indices[leaf_start[j]:leaf_end[j]]``. Parallel over leaves.
+    """
+    for j in nb.prange(leaf_start.shape[0]):
+        start = leaf_start[j]
+        end = leaf_end[j]
+        n = end - start
+        if n == 0:
+            out[j] = 0.0
+            continue
+        residuals = np.empty(n)
+        weights = np.empty(n)
+        for i in range(n):
+            s = sample_indices[start + i]
+            residuals[i] = y[s] - raw[s]
+            weights[i] = weight[s]
+        order = np.argsort(residuals, kind="mergesort")
+        sorted_r = residuals[order]
+        sorted_w = weights[order]
+        median = _weighted_quantile_sorted(sorted_r, sorted_w, 0.5 if kind == 1 else param)
+        if kind == 0:
+            out[j] = median
+            continue
+        total = 0.0
+        weighted = 0.0
+        for i in range(n):
+            d = sorted_r[i] - median
+            clipped = min(delta, abs(d))
+            weighted += sorted_w[i] * (clipped if d > 0 else -clipped)
+            total += sorted_w[i]
+        out[j] = median + (weighted / total if total > 0 else 0.0)
+
+
+# ------------------------------------------------------------------- helpers
+def weighted_quantile(values, weights, alpha):
+    """Lower weighted ``alpha``-quantile: the smallest value whose cumulative weight reaches
+    ``alpha`` times the total (scikit-learn's ``_weighted_percentile`` rule)."""
+    order = np.argsort(values, kind="mergesort")
+    return float(_weighted_quantile_sorted(np.ascontiguousarray(values[order]),
+                                           np.ascontiguousarray(weights[order]), alpha))
+
+
+def _raw_2d(raw):
+    raw = np.asarray(raw, dtype=np.float64)
+    return raw.reshape(-1, 1) if raw.ndim == 1 else raw
+
+
+def sigmoid(raw):
+    """Numerically safe logistic function."""
+    out = np.empty_like(raw)
+    positive = raw >= 0
+    out[positive] = 1.0 / (1.0 + np.exp(-raw[positive]))
+    e = np.exp(raw[~positive])
+    out[~positive] = e / (1.0 + e)
+    return out
+
+
+def softmax(raw):
+    shifted = raw - raw.max(axis=1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# --------------------------------------------------------------------- losses
+class Loss:
+    """A boosting loss (see the module docstring). Subclasses set ``code`` and the kernels.
+
+    Attributes
+    ----------
+    name : str
+    n_outputs : int
+        Raw prediction columns (trees per iteration).
+    is_classification : bool
+    line_search : {None, "quantile", "huber"}
+        How ``boosting="gradient"`` sets leaf values; None means a Newton step
+        ``-G / (H + lambda)``, which is the exact line search for squared error and
+        Friedman's one-step approximation for the others.
+    renew_leaves_in_newton : bool
+        Whether ``boosting="newton"`` also takes leaf values from the line search (for
+        absolute_error and quantile, whose hessian carries no curvature).
+    """
+
+    name = ""
+    code = -1
+    n_outputs = 1
+    is_classification = False
+    line_search = None
+    renew_leaves_in_newton = False
+    param = 0.0
+
+    def check_y(self, y, sample_weight):
+        """Raise ``ValueError`` when y lies outside the loss's domain."""
+
+    def init_raw(self, y, sample_weight):
+        """The optimal constant raw prediction, shape (n_outputs,)."""
+        raise NotImplementedError
+
+    def update_iteration(self, y, raw, sample_weight):
+        """Per-iteration state (Huber's ``delta``); a no-op for most losses."""
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        """Fill ``grad`` and ``hess`` (n_samples, n_outputs) at ``raw`` (same shape)."""
+        raise NotImplementedError
+
+    def pointwise(self, y, raw):
+        raw = _raw_2d(raw)
+        out = np.empty(raw.shape[0])
+        _pointwise_loss(self.code, float(self.param), np.asarray(y, dtype=np.float64), raw,
+                        out)
+        return out
+
+    def loss(self, y, raw, sample_weight=None):
+        """Weighted mean of the pointwise loss."""
+        return float(np.average(self.pointwise(y, raw), weights=sample_weight))
+
+    def link(self, raw):
+        """Predictions (mean, probabilities) from raw predictions."""
+        return raw
+
+    def line_search_param(self):
+        return self.param
+
+
+class SquaredError(Loss):
+    name = "squared_error"
+    code = 0
+
+    def init_raw(self, y, sample_weight):
+        return np.array([np.average(y, weights=sample_weight)])
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _squared_error_gh(y, raw, grad, hess)
+
+
+class AbsoluteError(Loss):
+    name = "absolute_error"
+    code = 1
+    line_search = "quantile"
+    renew_leaves_in_newton = True
+
+    def init_raw(self, y, sample_weight):
+        return np.array([weighted_quantile(y, sample_weight, 0.5)])
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _absolute_error_gh(y, raw, grad, hess)
+
+    def line_search_param(self):
+        return 0.5
+
+
+class Huber(Loss):
+    name = "huber"
+    code = 2
+    line_search = "huber"
+
+    def __init__(self, alpha):
+        self.alpha = alpha
+        self.param = np.inf
+
+    def init_raw(self, y, sample_weight):
+        return np.array([weighted_quantile(y, sample_weight, 0.5)])
+
+    def update_iteration(self, y, raw, sample_weight):
+        # Friedman (2001, sec. 4.4): delta is the alpha-quantile of the absolute residuals.
+        self.param = weighted_quantile(np.abs(y - raw[:, 0]), sample_weight, self.alpha)
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _huber_gh(y, raw, float(self.param), grad, hess)
+
+
+class Quantile(Loss):
+    name = "quantile"
+    code = 3
+    line_search = "quantile"
+    renew_leaves_in_newton = True
+
+    def __init__(self, alpha):
+        self.param = alpha
+
+    def init_raw(self, y, sample_weight):
+        return np.array([weighted_quantile(y, sample_weight, self.param)])
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _quantile_gh(y, raw, float(self.param), grad, hess)
+
+
+class _LogLink(Loss):
+    def init_raw(self, y, sample_weight):
+        return np.array([np.log(max(np.average(y, weights=sample_weight), _EPS))])
+
+    def link(self, raw):
+        return np.exp(np.minimum(raw, _MAX_EXP))
+
+
+class Poisson(_LogLink):
+    name = "poisson"
+    code = 4
+
+    def check_y(self, y, sample_weight):
+        if np.any(y < 0):
+            raise ValueError(f"loss='poisson' needs y >= 0; y has negative values (the "
+                             f"smallest is {y.min()}).")
+        if np.sum(y * sample_weight) <= 0:
+            raise ValueError("loss='poisson' needs a positive (weighted) sum of y.")
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _poisson_gh(y, raw, grad, hess)
+
+
+class Gamma(_LogLink):
+    name = "gamma"
+    code = 5
+
+    def check_y(self, y, sample_weight):
+        if np.any(y <= 0):
+            raise ValueError(f"loss='gamma' needs y > 0; the smallest y is {y.min()}.")
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _gamma_gh(y, raw, grad, hess)
+
+
+class Tweedie(_LogLink):
+    name = "tweedie"
+    code = 6
+
+    def __init__(self, power):
+        self.param = power
+
+    def check_y(self, y, sample_weight):
+        if np.any(y < 0):
+            raise ValueError(f"loss='tweedie' needs y >= 0; y has negative values (the "
+                             f"smallest is {y.min()}).")
+        if np.sum(y * sample_weight) <= 0:
+            raise ValueError("loss='tweedie' needs a positive (weighted) sum of y.")
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _tweedie_gh(y, raw, float(self.param), grad, hess)
+
+
+class BinaryLogLoss(Loss):
+    name = "log_loss"
+    code = 7
+    is_classification = True
+
+    def init_raw(self, y, sample_weight):
+        p = np.clip(np.average(y, weights=sample_weight), _EPS, 1 - _EPS)
+        return np.array([np.log(p / (1 - p))])
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _binary_log_loss_gh(y, raw, grad, hess)
+
+    def link(self, raw):
+        p = sigmoid(raw[:, 0])
+        return np.column_stack([1 - p, p])
+
+
+class MultinomialLogLoss(Loss):
+    name = "log_loss"
+    code = 8
+    is_classification = True
+
+    def __init__(self, n_classes):
+        self.n_outputs = n_classes
+
+    def init_raw(self, y, sample_weight):
+        counts = np.bincount(y.astype(np.int64), weights=sample_weight,
+                             minlength=self.n_outputs)
+        p = np.clip(counts / counts.sum(), _EPS, 1.0)
+        return np.log(p)
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _multinomial_gh(y, raw, grad, hess)
+
+    def link(self, raw):
+        return softmax(raw)
+
+
+class Exponential(Loss):
+    name = "exponential"
+    code = 9
+    is_classification = True
+
+    def init_raw(self, y, sample_weight):
+        p = np.clip(np.average(y, weights=sample_weight), _EPS, 1 - _EPS)
+        return np.array([0.5 * np.log(p / (1 - p))])
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        _exponential_gh(y, raw, grad, hess)
+
+    def link(self, raw):
+        p = sigmoid(2.0 * raw[:, 0])
+        return np.column_stack([1 - p, p])
+
+
+class CustomObjective(Loss):
+    """A user objective ``func(y_true, raw_prediction) -> (gradient, hessian)``.
+
+    ``y_true`` is the target (class indices ``0..n_classes-1`` for classifiers) and
+    ``raw_prediction`` has shape (n_samples,) for one output or (n_samples, n_outputs);
+    gradient and hessian must have the same shape as ``raw_prediction`` (or be flat with
+    as many entries) and be finite. The initial constant is found by Newton steps on
+    the objective from 0 (exact in one step for a quadratic objective), so that a custom
+    objective equal to a built-in loss starts from the same constant. The link is the
+    identity for regressors and sigmoid (binary) or softmax for classifiers. There is no
+    loss value: metrics need ``scoring``.
+    """
+
+    name = "custom"
+
+    def __init__(self, func, n_outputs, is_classification):
+        self.func = func
+        self.n_outputs = n_outputs
+        self.is_classification = is_classification
+
+    def _call(self, y, raw, iteration):
+        where = "the initial constant" if iteration < 0 else f"iteration {iteration}"
+        arg = raw[:, 0].copy() if raw.shape[1] == 1 else raw.copy()
+        try:
+            result = self.func(y, arg)
+        except Exception as error:
+            raise ValueError(f"the custom objective failed at {where}: {error!r}") from error
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise ValueError(f"the custom objective must return (gradient, hessian); at "
+                             f"{where} it returned {type(result).__name__}.")
+        out = []
+        for name, values in zip(("gradient", "hessian"), result, strict=True):
+            values = np.asarray(values, dtype=np.float64)
+            if values.size != raw.size:
+                raise ValueError(
+                    f"the custom objective's {name} at {where} has shape {values.shape}; "
+                    f"expected {arg.shape}, the shape of raw_prediction.")
+            values = values.reshape(raw.shape)
+            if not np.all(np.isfinite(values)):
+                raise ValueError(f"the custom objective's {name} at {where} holds NaN or "
+                                 f"infinite values.")
+            out.append(values)
+        if np.any(out[1] < 0):
+            raise ValueError(f"the custom objective's hessian at {where} is negative; a "
+                             f"hessian must be >= 0.")
+        return out
+
+    def init_raw(self, y, sample_weight):
+        init = np.zeros(self.n_outputs)
+        for _ in range(20):
+            raw = np.tile(init, (y.shape[0], 1))
+            g, h = self._call(y, raw, -1)
+            step = -(sample_weight @ g) / np.maximum(sample_weight @ h, _EPS)
+            init = init + step
+            if np.all(np.abs(step) <= 1e-12 * np.maximum(1.0, np.abs(init))):
+                break
+        return init
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        g, h = self._call(y, raw, iteration)
+        grad[:] = g
+        hess[:] = h
+
+    def loss(self, y, raw, sample_weight=None):
+        raise ValueError("a custom objective has no loss value; pass scoring= to evaluate.")
+
+    def link(self, raw):
+        if not self.is_classification:
+            return raw
+        if self.n_outputs == 1:
+            p = sigmoid(raw[:, 0])
+            return np.column_stack([1 - p, p])
+        return softmax(raw)
+
+
+REGRESSION_LOSSES = ("squared_error", "absolute_error", "huber", "quantile", "poisson",
+                     "gamma", "tweedie")
+CLASSIFICATION_LOSSES = ("log_loss", "exponential")
+
+
+def _check_alpha(alpha):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha must be a float in (0, 1); got {alpha!r}.")
+    return float(alpha)
+
+
+def make_loss(loss, *, n_classes=None, alpha=0.9, power=1.5):
+    """The :class:`Loss` for a loss name (or a callable objective).
+
+    ``n_classes`` is None for regression and the number of classes for classification.
+    """
+    classification = n_classes is not None
+    if callable(loss):
+        n_outputs = 1 if not classification or n_classes <= 2 else n_classes
+        return CustomObjective(loss, n_outputs, classification)
+    names = CLASSIFICATION_LOSSES if classification else REGRESSION_LOSSES
+    if not isinstance(loss, str) or loss not in names:
+        raise ValueError(f"loss must be one of {list(names)} or a callable "
+                         f"(y_true, raw_prediction) -> (gradient, hessian); got {loss!r}.")
+    if loss == "squared_error":
+        return SquaredError()
+    if loss == "absolute_error":
+        return AbsoluteError()
+    if loss == "huber":
+        return Huber(_check_alpha(alpha))
+    if loss == "quantile":
+        return Quantile(_check_alpha(alpha))
+    if loss == "poisson":
+        return Poisson()
+    if loss == "gamma":
+        return Gamma()
+    if loss == "tweedie":
+        if isinstance(power, bool) or not isinstance(power, numbers.Real) \
+                or not 1 < power < 2:
+            raise ValueError(f"power must be a float in (1, 2) for loss='tweedie'; got "
+                             f"{power!r}.")
+        return Tweedie(float(power))
+    if loss == "exponential":
+        if n_classes > 2:
+            raise ValueError(f"loss='exponential' is for binary classification; y has "
+                             f"{n_classes} classes. Use loss='log_loss'.")
+        return Exponential()
+    if n_classes <= 2:
+        return BinaryLogLoss()
+    return MultinomialLogLoss(n_classes)

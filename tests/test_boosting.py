@@ -1,0 +1,305 @@
+"""GradientBoostingRegressor / GradientBoostingClassifier: API, losses, early stopping,
+custom objectives, categorical and missing values, constraints, determinism, errors."""
+
+import numba
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification, make_regression
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
+from silva.callbacks import EarlyStopException
+from silva.decision_tree import DecisionTreeRegressor
+
+
+@parametrize_with_checks([GradientBoostingClassifier(n_estimators=5, min_samples_leaf=1),
+                          GradientBoostingRegressor(n_estimators=5, min_samples_leaf=1)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _regression(n=400, seed=0):
+    return make_regression(n, 6, noise=1.0, random_state=seed)
+
+
+def _classification(n=400, classes=2, seed=0):
+    return make_classification(n, 6, n_informative=4, n_classes=classes, random_state=seed)
+
+
+@pytest.mark.parametrize("loss", ["squared_error", "absolute_error", "huber", "quantile",
+                                  "poisson", "gamma", "tweedie"])
+@pytest.mark.parametrize("boosting", ["newton", "gradient"])
+def test_each_regression_loss_decreases_its_training_loss(loss, boosting):
+    X, y = _regression()
+    if loss in ("poisson", "gamma", "tweedie"):
+        y = np.exp(y / y.std())
+    model = GradientBoostingRegressor(loss=loss, boosting=boosting, n_estimators=15,
+                                      learning_rate=0.05, verbose=0,
+                                      random_state=0)
+    model.fit(X, y, eval_set=[(X, y)])
+    curve = np.array(model.evals_result_["valid_0"]["loss"])
+    initial = model._loss.loss(y, np.tile(model.init_raw_, (len(y), 1)))
+    if loss == "huber":
+        # Huber's delta moves each iteration: compare the ends at the final delta.
+        assert model._loss.loss(y, model.predict(X)[:, None]) < initial
+    else:
+        assert curve[0] < initial
+        assert np.all(np.diff(curve) < 1e-12)
+        assert curve[-1] < curve[0]
+
+
+@pytest.mark.parametrize("loss,classes", [("log_loss", 2), ("log_loss", 3),
+                                          ("exponential", 2)])
+@pytest.mark.parametrize("boosting", ["newton", "gradient"])
+def test_each_classification_loss_decreases_its_training_loss(loss, classes, boosting):
+    X, y = _classification(classes=classes)
+    model = GradientBoostingClassifier(loss=loss, boosting=boosting, n_estimators=15,
+                                       learning_rate=0.05)
+    model.fit(X, y, eval_set=[(X, y)])
+    curve = np.array(model.evals_result_["valid_0"]["loss"])
+    assert np.all(np.diff(curve) < 1e-12) and curve[-1] < curve[0] - 0.05
+    assert model.score(X, y) > 0.8
+
+
+def test_gradient_boosting_one_tree_is_cart_on_residuals():
+    X, y = _regression(300)
+    model = GradientBoostingRegressor(boosting="gradient", learning_rate=1.0, n_estimators=1,
+                                      max_depth=2, max_leaf_nodes=None, min_samples_leaf=1,
+                                      growth="depthwise").fit(X, y)
+    cart = DecisionTreeRegressor(max_depth=2).fit(X, y - y.mean())
+    np.testing.assert_allclose(model.predict(X), y.mean() + cart.predict(X), rtol=1e-10,
+                               atol=1e-9)
+    ours = model.estimators_[0][0]
+    np.testing.assert_array_equal(ours.feature, cart.tree_.feature)
+
+
+def test_staged_predictions_and_iteration_range():
+    X, y = _classification(classes=3)
+    model = GradientBoostingClassifier(n_estimators=6).fit(X, y)
+    staged = list(model.staged_predict_proba(X))
+    assert len(staged) == 6
+    np.testing.assert_allclose(staged[-1], model.predict_proba(X))
+    np.testing.assert_allclose(staged[2], model.predict_proba(X, iteration_range=(0, 3)))
+    raw = model.decision_function(X)
+    assert raw.shape == (len(X), 3)
+    head = model.decision_function(X, iteration_range=(0, 2))
+    tail = model.decision_function(X, iteration_range=(2, 6))
+    np.testing.assert_allclose(head + tail - model.init_raw_, raw)
+    with pytest.raises(ValueError, match="iteration_range"):
+        model.predict(X, iteration_range=(0, 7))
+
+
+def test_early_stopping_keeps_the_best_iteration():
+    X, y = _regression(600, seed=1)
+    y = y + np.random.RandomState(0).randn(len(y)) * 60  # noisy: overfits quickly
+    X_val, y_val = X[400:], y[400:]
+    model = GradientBoostingRegressor(n_estimators=300, learning_rate=0.5,
+                                      early_stopping_rounds=5, min_samples_leaf=2)
+    model.fit(X[:400], y[:400], eval_set=[(X_val, y_val)])
+    curve = model.evals_result_["valid_0"]["loss"]
+    assert len(curve) < 300
+    assert model.best_iteration_ == int(np.argmin(curve))
+    assert model.n_iter_ == model.best_iteration_ + 1
+    assert len(curve) == model.best_iteration_ + 1 + 5
+    # The kept model is the best one: its validation loss is the curve's minimum.
+    np.testing.assert_allclose(model._loss.loss(y_val, model.predict(X_val)[:, None]),
+                               min(curve))
+
+
+def test_early_stopping_with_validation_fraction_and_callbacks():
+    X, y = _classification(600)
+    seen = []
+
+    def stop_at_three(env):
+        seen.append((env.iteration, env.evaluation_result_list[0][0]))
+        if env.iteration == 3:
+            raise EarlyStopException(1)
+
+    model = GradientBoostingClassifier(n_estimators=50, early_stopping_rounds=100,
+                                       scoring="auc", random_state=0)
+    model.fit(X, y, callbacks=[stop_at_three])
+    assert [s[0] for s in seen] == [0, 1, 2, 3]
+    assert seen[0][1] == "validation"
+    assert model.n_iter_ == 2 and model.best_iteration_ == 1
+    assert 0.5 < model.evals_result_["validation"]["auc"][-1] <= 1.0
+
+
+def test_custom_objective_equal_to_builtin_gives_same_model():
+    X, y = _regression()
+
+    def squared(y_true, raw):
+        return raw - y_true, np.ones_like(raw)
+
+    a = GradientBoostingRegressor(n_estimators=8).fit(X, y)
+    b = GradientBoostingRegressor(n_estimators=8, loss=squared).fit(X, y)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10)
+
+    Xc, yc = _classification()
+
+    def logistic(y_true, raw):
+        p = 1 / (1 + np.exp(-raw))
+        return p - y_true, p * (1 - p)
+
+    a = GradientBoostingClassifier(n_estimators=8).fit(Xc, yc)
+    b = GradientBoostingClassifier(n_estimators=8, loss=logistic).fit(Xc, yc)
+    np.testing.assert_allclose(a.predict_proba(Xc), b.predict_proba(Xc), rtol=1e-7)
+
+
+def test_custom_objective_errors_name_the_iteration():
+    X, y = _regression(100)
+    calls = []
+
+    def breaks_later(y_true, raw):
+        calls.append(1)
+        h = np.ones_like(raw)
+        if len(calls) > 3:  # init uses the first calls
+            h[0] = np.nan
+        return raw - y_true, h
+
+    with pytest.raises(ValueError, match=r"hessian at iteration \d+ holds NaN"):
+        GradientBoostingRegressor(n_estimators=5, loss=breaks_later).fit(X, y)
+    with pytest.raises(ValueError, match="gradient at the initial constant has shape"):
+        GradientBoostingRegressor(
+            n_estimators=5, loss=lambda t, r: (np.zeros(3), np.ones(3))).fit(X, y)
+
+
+def test_categorical_and_missing_values():
+    rng = np.random.RandomState(0)
+    n = 2000
+    category = rng.randint(0, 8, n)
+    effect = np.array([3.0, -2.0, 0.5, 4.0, -1.0, 2.0, -3.0, 1.0])
+    x1 = rng.randn(n)
+    y = effect[category] + x1 + 0.1 * rng.randn(n)
+    x1_missing = x1.copy()
+    x1_missing[rng.rand(n) < 0.2] = np.nan
+    y[np.isnan(x1_missing)] += 5.0  # missing carries signal: learned direction
+    X = np.column_stack([category, x1_missing]).astype(float)
+    model = GradientBoostingRegressor(n_estimators=60, categorical_features=[0],
+                                      learning_rate=0.3).fit(X, y)
+    assert model.score(X, y) > 0.95
+    assert any(t.is_categorical.any() for it in model.estimators_ for t in it)
+    # Unseen category and missing category at predict time follow the missing values.
+    X_new = np.array([[99.0, 0.0], [np.nan, 0.0], [3.0, np.nan]])
+    prediction = model.predict(X_new)
+    assert np.all(np.isfinite(prediction))
+    assert prediction[2] > effect[3] + 3.0  # the missing x1 effect was learned
+    import pandas as pd
+    frame = pd.DataFrame({"c": pd.Categorical(np.array(list("abcdefgh"))[category]),
+                          "x": x1_missing})
+    auto = GradientBoostingRegressor(n_estimators=60, categorical_features="auto",
+                                     learning_rate=0.3).fit(frame, y)
+    np.testing.assert_allclose(auto.predict(frame), model.predict(X), rtol=1e-10)
+
+
+def test_monotonic_constraints_hold_on_a_grid():
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-3, 3, size=(1500, 3))
+    y = X[:, 0] + np.sin(3 * X[:, 0]) - X[:, 1] + 0.5 * np.cos(4 * X[:, 1]) + X[:, 2]
+    model = GradientBoostingRegressor(n_estimators=40, monotonic_constraints=[1, -1, 0],
+                                      learning_rate=0.3).fit(X, y)
+    grid = np.linspace(-3.5, 3.5, 200)
+    for row in rng.uniform(-3, 3, size=(20, 3)):
+        Xg = np.tile(row, (200, 1))
+        Xg[:, 0] = grid
+        assert np.all(np.diff(model.predict(Xg)) >= -1e-12)
+        Xg = np.tile(row, (200, 1))
+        Xg[:, 1] = grid
+        assert np.all(np.diff(model.predict(Xg)) <= 1e-12)
+    free = GradientBoostingRegressor(n_estimators=40, learning_rate=0.3).fit(X, y)
+    Xg = np.zeros((200, 3))
+    Xg[:, 0] = grid
+    assert np.any(np.diff(free.predict(Xg)) < -1e-6)  # the constraint did something
+
+
+def test_interaction_constraints():
+    X, y = _regression(500)
+    model = GradientBoostingRegressor(n_estimators=20, interaction_constraints=[[0, 1],
+                                                                                [2, 3, 4]])
+    model.fit(X, y)
+    groups = [{0, 1}, {2, 3, 4}, {5}]
+    for (tree,) in model.estimators_:
+        # Every root-to-leaf path uses features of one group only.
+        stack = [(0, set())]
+        while stack:
+            node, used = stack.pop()
+            if tree.children_left[node] == -1:
+                assert any(used <= g for g in groups), used
+                continue
+            used = used | {int(tree.feature[node])}
+            stack += [(tree.children_left[node], used), (tree.children_right[node], used)]
+
+
+def test_same_model_whatever_the_thread_count():
+    X, y = make_classification(30000, 8, random_state=0)
+    X[::7, 2] = np.nan
+    params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = GradientBoostingClassifier(**params).fit(X, y).decision_function(X)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = GradientBoostingClassifier(**params).fit(X, y).decision_function(X)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(one, two)
+
+
+def test_sampling_options_and_importances():
+    X, y = _classification(800)
+    for params in (dict(subsample=0.5), dict(sampling="goss"), dict(colsample_bytree=0.5),
+                   dict(growth="depthwise", max_depth=3), dict(max_delta_step=0.1),
+                   dict(l1_regularization=1.0, l2_regularization=2.0, min_split_gain=0.1)):
+        model = GradientBoostingClassifier(n_estimators=10, random_state=0, **params)
+        assert model.fit(X, y).score(X, y) > 0.8, params
+    gain = GradientBoostingClassifier(n_estimators=10).fit(X, y).feature_importances_
+    split = GradientBoostingClassifier(n_estimators=10, importance_type="split").fit(
+        X, y).feature_importances_
+    assert gain.sum() == pytest.approx(1.0) and split.sum() == pytest.approx(1.0)
+    assert not np.allclose(gain, split)
+    capped = GradientBoostingClassifier(n_estimators=3, max_delta_step=0.05,
+                                        learning_rate=1.0).fit(X, y)
+    for (tree,) in capped.estimators_:
+        assert np.abs(tree.value).max() <= 0.05 + 1e-12
+
+
+def test_warm_start_equals_one_long_fit():
+    X, y = _regression()
+    full = GradientBoostingRegressor(n_estimators=10).fit(X, y)
+    warm = GradientBoostingRegressor(n_estimators=4, warm_start=True).fit(X, y)
+    warm.set_params(n_estimators=10).fit(X, y)
+    assert warm.n_iter_ == 10
+    np.testing.assert_allclose(warm.predict(X), full.predict(X), rtol=1e-10)
+
+
+def test_bad_input_errors():
+    X, y = _regression(100)
+    with pytest.raises(ValueError, match="poisson.*y >= 0"):
+        GradientBoostingRegressor(loss="poisson").fit(X, y)
+    with pytest.raises(ValueError, match="gamma.*y > 0"):
+        GradientBoostingRegressor(loss="gamma").fit(X, np.abs(y) * 0)
+    Xc, yc = _classification(classes=3)
+    with pytest.raises(ValueError, match="exponential.*3 classes"):
+        GradientBoostingClassifier(loss="exponential").fit(Xc, yc)
+    with pytest.raises(ValueError, match=r"eval_set\[0\].*features"):
+        GradientBoostingRegressor(n_estimators=2).fit(X, y, eval_set=[(X[:, :3], y)])
+    with pytest.raises(ValueError, match="learning_rate"):
+        GradientBoostingRegressor(learning_rate=0).fit(X, y)
+    with pytest.raises(ValueError, match="monotonic_constraints"):
+        GradientBoostingRegressor(monotonic_constraints=[1, 0]).fit(X, y)
+    with pytest.raises(ValueError, match="growth"):
+        GradientBoostingRegressor(growth="wide").fit(X, y)
+    with pytest.raises(ValueError, match="label"):
+        GradientBoostingClassifier(n_estimators=2).fit(Xc, yc, eval_set=[(Xc, yc + 10)])
+
+
+def test_verbose_logs_metrics_and_unfired_early_stopping_keeps_best(capsys):
+    X, y = _regression(300)
+    model = GradientBoostingRegressor(n_estimators=6, verbose=2, early_stopping_rounds=50,
+                                      random_state=0).fit(X, y)
+    out = capsys.readouterr().out
+    assert "[2]\ttraining's loss:" in out and "validation's loss:" in out
+    assert "[6]" in out and "[3]" not in out
+    assert len(model.evals_result_["training"]["loss"]) == 6
+    curve = model.evals_result_["validation"]["loss"]
+    assert model.best_iteration_ == int(np.argmin(curve))
+    assert model.n_iter_ == model.best_iteration_ + 1
