@@ -1,0 +1,313 @@
+"""Stacking (stacked generalisation, Wolpert 1992; Breiman 1996, "Stacked regressions").
+
+Base models' predictions become the features of a final model. The final model is trained
+only on *out-of-fold* predictions: the training set is split into ``cv`` folds and each
+sample's meta-features come from copies of the base models that did not see it, so a base
+model that memorises its training set (a 1-nearest-neighbour, a fully grown tree) cannot
+pass its perfect training-set answers on to the final model. For prediction, each base
+model is refitted on the whole training set.
+
+- ``passthrough=True`` appends the original features to the meta-features (cascade
+  stacking: the final model sees both).
+- Multi-level stacking is nesting: a stacking estimator can be a base model, or the
+  ``final_estimator``, of another.
+- ``final_estimator``: any estimator; by default logistic regression (classification) or
+  ridge regression with built-in cross-validation of its penalty (regression). A
+  gradient-boosting model works as well as any other.
+
+The stacked columns per model (:attr:`StackingClassifier.stack_method_`) are: class
+probabilities (with two classes only the second class's, since the two sum to one),
+decision-function values, or predicted class codes.
+"""
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassifierMixin,
+    RegressorMixin,
+    TransformerMixin,
+    clone,
+    is_classifier,
+)
+from sklearn.linear_model import LogisticRegression, RidgeCV
+from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.utils import Bunch
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+
+from silva import _input
+from silva.persistence import PersistenceMixin
+from silva.voting import (
+    HeterogeneousEnsembleMixin,
+    check_estimator_list,
+    check_model_input,
+    fit_params,
+)
+
+__all__ = ["StackingClassifier", "StackingRegressor"]
+
+STACK_METHODS = ("auto", "predict_proba", "decision_function", "predict")
+DEFAULT_FOLDS = 5
+
+
+def _num_samples(X):
+    return X.shape[0] if hasattr(X, "shape") else len(X)
+
+
+def _final_has(method):
+    def check(self):
+        final = getattr(self, "final_estimator_", None)
+        if final is None:
+            final = self._final_estimator_template()
+        return hasattr(final, method)
+
+    return check
+
+
+class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
+                    BaseEstimator):
+    def __init__(self, estimators, final_estimator=None, *, cv=None, passthrough=False):
+        self.estimators = estimators
+        self.final_estimator = final_estimator
+        self.cv = cv
+        self.passthrough = passthrough
+
+    def _final_estimator_template(self):
+        if self.final_estimator is None:
+            return self._default_final_estimator()
+        return self.final_estimator
+
+    def _resolve_methods(self, estimators):
+        return ["predict"] * len(estimators)
+
+    def _fit_stack(self, X, y, sample_weight, kind):
+        estimators = check_estimator_list(self.estimators, kind)
+        if not isinstance(self.passthrough, bool | np.bool_):
+            raise TypeError(f"passthrough must be True or False; got {self.passthrough!r}.")
+        final = self._final_estimator_template()
+        if not hasattr(final, "fit"):
+            raise ValueError(f"final_estimator must be an estimator with fit; got {final!r}.")
+        X = check_model_input(self, X, reset=True)
+        n_samples = _num_samples(X)
+        if y.shape[0] != n_samples:
+            raise ValueError(f"X has {n_samples} samples but y has {y.shape[0]}.")
+        if sample_weight is not None:
+            sample_weight = _input.check_sample_weight(sample_weight, n_samples)
+        params = fit_params(sample_weight)
+        cv = check_cv(DEFAULT_FOLDS if self.cv is None else self.cv, y,
+                      classifier=is_classifier(self))
+        # One list of folds for every model, so that all meta-features of a sample come
+        # from models that were trained without that sample.
+        folds = list(cv.split(X, y))
+        kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
+        methods = self._resolve_methods(kept)
+        self.estimators_ = []
+        self.named_estimators_ = Bunch()
+        self.stack_method_ = []
+        columns = []
+        for (name, model), method in zip(kept, methods, strict=True):
+            fitted = clone(model).fit(X, y, **params)
+            out_of_fold = cross_val_predict(clone(model), X, y, cv=folds, method=method,
+                                            params=params)
+            self.estimators_.append(fitted)
+            self.named_estimators_[name] = fitted
+            self.stack_method_.append(method)
+            columns.append(self._stack_columns(out_of_fold, method))
+        for name, model in estimators:
+            if isinstance(model, str):
+                self.named_estimators_[name] = model
+        meta = self._with_passthrough(np.hstack(columns), X)
+        self.final_estimator_ = clone(final).fit(meta, y, **params)
+        return self
+
+    def _stack_columns(self, predictions, method):
+        predictions = np.asarray(predictions, dtype=np.float64)
+        if predictions.ndim == 1:
+            return predictions[:, None]
+        if method == "predict_proba" and predictions.shape[1] == 2:
+            # The two probabilities sum to one: keep one to avoid collinear features.
+            return predictions[:, 1:]
+        return predictions
+
+    def _with_passthrough(self, meta, X):
+        if not self.passthrough:
+            return meta
+        X = check_array(X, dtype=np.float64, ensure_all_finite=False)
+        return np.hstack([meta, X])
+
+    def transform(self, X):
+        """Meta-features of X: each base model's stacked output (models refitted on the
+        whole training set), followed by the features of X when ``passthrough=True``."""
+        check_is_fitted(self, "final_estimator_")
+        X = check_model_input(self, X, reset=False)
+        columns = [self._stack_columns(getattr(model, method)(X), method)
+                   for model, method in zip(self.estimators_, self.stack_method_, strict=True)]
+        return self._with_passthrough(np.hstack(columns), X)
+
+
+class StackingClassifier(ClassifierMixin, _BaseStacking):
+    """Stacked generalisation for classification, trained on out-of-fold predictions.
+
+    Parameters
+    ----------
+    estimators : list of (str, classifier or "drop")
+        The base models.
+    final_estimator : classifier or None, default=None
+        Trained on the meta-features; None means ``LogisticRegression()``.
+    cv : int, cross-validation splitter or iterable of (train, test) splits, default=None
+        Folds for the out-of-fold predictions; None means 5 folds (stratified). The
+        splits must partition the samples (each sample in exactly one test fold).
+    stack_method : {"auto", "predict_proba", "decision_function", "predict"} or list, \
+            default="auto"
+        Output of each base model that is stacked ("auto": the first of
+        predict_proba, decision_function, predict that the model has); one string for
+        all models or one per model (the "drop" ones included).
+    passthrough : bool, default=False
+        Append the original features to the meta-features (cascade stacking).
+
+    Attributes
+    ----------
+    estimators_ : list of base models fitted on the whole training set
+    named_estimators_ : Bunch of the fitted models by name
+    final_estimator_ : the fitted final model
+    stack_method_ : list of str, the method stacked for each model of ``estimators_``
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+
+    Notes
+    -----
+    Base and final models are trained on class codes 0..K-1 (indices into ``classes_``),
+    so that predicted classes can be stacked as numbers whatever the labels are.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from silva import DecisionTreeClassifier
+    >>> from silva.stacking import StackingClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> stack = StackingClassifier([
+    ...     ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+    ...     ("knn", KNeighborsClassifier()),
+    ... ]).fit(X, y)
+    >>> stack.transform(X).shape
+    (569, 2)
+    """
+
+    def __init__(self, estimators, final_estimator=None, *, cv=None, stack_method="auto",
+                 passthrough=False):
+        super().__init__(estimators, final_estimator, cv=cv, passthrough=passthrough)
+        self.stack_method = stack_method
+
+    def _default_final_estimator(self):
+        return LogisticRegression()
+
+    def _resolve_methods(self, kept):
+        methods = self.stack_method
+        n_all = len(self.estimators)
+        if isinstance(methods, str):
+            methods = [methods] * n_all
+        elif not isinstance(methods, list | tuple) or len(methods) != n_all:
+            raise ValueError(f"stack_method must be one of {list(STACK_METHODS)} or a list "
+                             f"with one of them per estimator ({n_all}); got "
+                             f"{self.stack_method!r}.")
+        by_name = dict(zip([name for name, _ in self.estimators], methods, strict=True))
+        resolved = []
+        for name, model in kept:
+            method = _input.check_option(by_name[name], "stack_method", set(STACK_METHODS))
+            if method == "auto":
+                method = next(m for m in ("predict_proba", "decision_function", "predict")
+                              if hasattr(model, m))
+            elif not hasattr(model, method):
+                raise ValueError(f"stack_method={method!r} is not available for estimator "
+                                 f"{name!r} ({type(model).__name__}).")
+            resolved.append(method)
+        return resolved
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the base models, their out-of-fold predictions and the final model."""
+        if y is None:
+            raise ValueError("StackingClassifier requires y to be passed, but the target y "
+                             "is None.")
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        self.classes_, y_code = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(f"StackingClassifier needs samples of at least 2 classes in y; "
+                             f"got {len(self.classes_)} class: {self.classes_.tolist()}.")
+        return self._fit_stack(X, y_code, sample_weight, "classifier")
+
+    def predict(self, X):
+        """Class predicted by the final model from the meta-features of X."""
+        meta = self.transform(X)
+        codes = self.final_estimator_.predict(meta)
+        return self.classes_[np.asarray(codes).astype(np.intp)]
+
+    @available_if(_final_has("predict_proba"))
+    def predict_proba(self, X):
+        """The final model's class probabilities (columns in the order of ``classes_``)."""
+        meta = self.transform(X)
+        return self.final_estimator_.predict_proba(meta)
+
+    @available_if(_final_has("decision_function"))
+    def decision_function(self, X):
+        """The final model's decision function."""
+        meta = self.transform(X)
+        return self.final_estimator_.decision_function(meta)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = False
+        return tags
+
+
+class StackingRegressor(RegressorMixin, _BaseStacking):
+    """Stacked generalisation for regression, trained on out-of-fold predictions.
+
+    Parameters
+    ----------
+    estimators : list of (str, regressor or "drop")
+    final_estimator : regressor or None, default=None
+        None means ``RidgeCV()`` (ridge regression, penalty chosen by cross-validation).
+    cv : int, cross-validation splitter or iterable of (train, test) splits, default=None
+        None means 5 folds (not shuffled).
+    passthrough : bool, default=False
+        Append the original features to the base models' predictions.
+
+    Attributes
+    ----------
+    estimators_ : list of base models fitted on the whole training set
+    named_estimators_ : Bunch of the fitted models by name
+    final_estimator_ : the fitted final model
+    stack_method_ : list of str (all "predict")
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.linear_model import Ridge
+    >>> from silva import DecisionTreeRegressor
+    >>> from silva.stacking import StackingRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> stack = StackingRegressor([("tree", DecisionTreeRegressor(max_depth=3)),
+    ...                            ("ridge", Ridge())]).fit(X, y)
+    >>> stack.transform(X).shape
+    (442, 2)
+    """
+
+    def _default_final_estimator(self):
+        return RidgeCV()
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the base models, their out-of-fold predictions and the final model."""
+        if y is None:
+            raise ValueError("StackingRegressor requires y to be passed, but the target y "
+                             "is None.")
+        y = column_or_1d(y, warn=True)
+        return self._fit_stack(X, y, sample_weight, "regressor")
+
+    def predict(self, X):
+        """The final model's prediction from the meta-features of X."""
+        meta = self.transform(X)
+        return self.final_estimator_.predict(meta)

@@ -1,0 +1,348 @@
+"""Voting: combine different fitted models by a (weighted) vote or average.
+
+:class:`VotingClassifier` predicts by hard voting (the class that the most models, or the
+largest total weight of models, predict) or soft voting (the class of largest weighted
+sum of predicted probabilities), with one weight per model or one weight per model and
+class: the soft vote is argmax_c sum_m w_{m,c} p_{m,c}(x) (Kuncheva, *Combining Pattern
+Classifiers*, 2nd ed. 2014, ch. 5). :class:`VotingRegressor` averages the models'
+predictions with weights. Any scikit-learn estimators can be combined; they are cloned
+and refitted on the whole training set.
+
+:class:`HeterogeneousEnsembleMixin` gives estimators built from a list of named models
+(voting and stacking) the nested ``get_params``/``set_params`` of scikit-learn's
+composite estimators: ``set_params(tree__max_depth=3)``, ``set_params(tree="drop")``.
+"""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
+from sklearn.utils import Bunch
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples as _sklearn_num_samples
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from silva import _input
+from silva.persistence import PersistenceMixin
+
+__all__ = ["HeterogeneousEnsembleMixin", "VotingClassifier", "VotingRegressor"]
+
+DROP = "drop"
+
+
+def _named_items(estimators):
+    """The well-formed (name, model) pairs of an ``estimators`` parameter (any value)."""
+    if not isinstance(estimators, list | tuple):
+        return []
+    return [tuple(item) for item in estimators
+            if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)]
+
+
+class HeterogeneousEnsembleMixin:
+    """Nested parameters for an ensemble whose ``estimators`` is a list of (name, model).
+
+    ``get_params(deep=True)`` lists each model under its name and its parameters as
+    ``name__param``; ``set_params`` replaces a model by name (or drops it with ``"drop"``)
+    and forwards ``name__param`` to it.
+    """
+
+    def get_params(self, deep=True):
+        params = super().get_params(deep=False)
+        if not deep:
+            return params
+        for name, model in _named_items(getattr(self, "estimators", None)):
+            params[name] = model
+            if hasattr(model, "get_params") and not isinstance(model, type):
+                for key, value in model.get_params(deep=True).items():
+                    params[f"{name}__{key}"] = value
+        for key, value in super().get_params(deep=True).items():
+            params.setdefault(key, value)
+        return params
+
+    def set_params(self, **params):
+        if "estimators" in params:
+            self.estimators = params.pop("estimators")
+        names = [item[0] for item in _named_items(getattr(self, "estimators", None))]
+        for name in [key for key in params if key in names]:
+            replacement = params.pop(name)
+            self.estimators = [(n, replacement if n == name else model)
+                               for n, model in _named_items(self.estimators)]
+        nested = {}
+        for key in list(params):
+            head, sep, rest = key.partition("__")
+            if sep and head in names:
+                nested.setdefault(head, {})[rest] = params.pop(key)
+        for name, values in nested.items():
+            dict(_named_items(self.estimators))[name].set_params(**values)
+        super().set_params(**params)
+        return self
+
+
+def check_estimator_list(estimators, kind, allow_drop=True):
+    """Validated ``[(name, estimator)]``: unique valid names, at least one model that is
+    not ``"drop"``, each with ``fit`` and, for classifiers/regressors, ``predict``."""
+    if not isinstance(estimators, list | tuple) or len(estimators) == 0:
+        raise ValueError(f"estimators must be a non-empty list of (name, estimator) pairs; "
+                         f"got {estimators!r}.")
+    names = []
+    for item in estimators:
+        if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
+            raise ValueError(f"estimators must hold (name, estimator) pairs with string "
+                             f"names; got {item!r}.")
+        name, model = item
+        if "__" in name or not name:
+            raise ValueError(f"estimator name {name!r} must be non-empty and must not "
+                             "contain '__'.")
+        if name in names:
+            raise ValueError(f"estimator names must be unique; {name!r} appears twice.")
+        names.append(name)
+        if isinstance(model, str) and model == DROP and allow_drop:
+            continue
+        if not (hasattr(model, "fit") and hasattr(model, "predict")):
+            raise ValueError(f"estimator {name!r} must be an {kind} with fit and predict "
+                             f"(or 'drop'); got {model!r}.")
+    if all(isinstance(m, str) and m == DROP for _, m in estimators):
+        raise ValueError("estimators are all 'drop': at least one model is needed.")
+    return [(name, model) for name, model in estimators]
+
+
+def check_model_input(ensemble, X, *, reset):
+    """X to hand to the models: a data frame unchanged (models may take categorical
+    columns), anything else as a 2-d array of any dtype; records or checks
+    ``n_features_in_`` and ``feature_names_in_``."""
+    if _input._is_dataframe(X):
+        validate_data(ensemble, X, skip_check_array=True, reset=reset)
+        return X
+    return validate_data(ensemble, X, reset=reset, dtype=None, ensure_all_finite=False,
+                         accept_sparse=True)
+
+
+def fit_params(sample_weight):
+    return {} if sample_weight is None else {"sample_weight": sample_weight}
+
+
+class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
+                  BaseEstimator):
+    def _fit_models(self, X, y, sample_weight, kind):
+        estimators = check_estimator_list(self.estimators, kind)
+        X = check_model_input(self, X, reset=True)
+        if sample_weight is not None:
+            sample_weight = _input.check_sample_weight(sample_weight, _num_samples(X))
+        self.estimators_ = []
+        self.named_estimators_ = Bunch()
+        for name, model in estimators:
+            if isinstance(model, str):
+                self.named_estimators_[name] = model
+                continue
+            fitted = clone(model).fit(X, y, **fit_params(sample_weight))
+            self.estimators_.append(fitted)
+            self.named_estimators_[name] = fitted
+        self._kept = [name for name, model in estimators if not isinstance(model, str)]
+        return estimators
+
+    def _check_X(self, X):
+        check_is_fitted(self, "estimators_")
+        return check_model_input(self, X, reset=False)
+
+    def _model_weights(self, estimators, n_classes=None):
+        """Weights of the kept models: shape (n_models,) or, per class, (n_models, K)."""
+        n_all = len(estimators)
+        kept = [i for i, (_, m) in enumerate(estimators) if not isinstance(m, str)]
+        if self.weights is None:
+            return np.ones(len(kept))
+        weights = np.asarray(self.weights, dtype=np.float64) if not isinstance(
+            self.weights, str) else None
+        if weights is None or weights.ndim not in (1, 2) or weights.shape[0] != n_all:
+            raise ValueError(f"weights must have one entry (or one row) per estimator, "
+                             f"{n_all} in all; got {self.weights!r}.")
+        if weights.ndim == 2 and (n_classes is None or weights.shape[1] != n_classes):
+            expected = ("a 1-d array" if n_classes is None
+                        else f"shape ({n_all}, {n_classes}) (one weight per class)")
+            raise ValueError(f"weights must be {expected}; got shape {weights.shape}.")
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError(f"weights must be finite and non-negative; got {self.weights!r}.")
+        weights = weights[kept]
+        if weights.sum() <= 0:
+            raise ValueError("weights of the models kept sum to zero.")
+        return weights
+
+
+def _num_samples(X):
+    return _sklearn_num_samples(X)
+
+
+class VotingClassifier(ClassifierMixin, _BaseVoting):
+    """Hard or soft voting over different classifiers.
+
+    Parameters
+    ----------
+    estimators : list of (str, classifier or "drop")
+        The models, cloned and fitted on the whole training set; ``"drop"`` leaves one out.
+    voting : {"hard", "soft"}, default="hard"
+        ``"hard"``: the class with the largest total weight of models predicting it.
+        ``"soft"``: argmax_c sum_m w_{m,c} p_{m,c}(x), from the models' ``predict_proba``.
+    weights : array-like of shape (n_estimators,) or (n_estimators, n_classes), default=None
+        Non-negative weight of each model (None: equal weights), or of each model and
+        class (columns in the order of ``classes_``), e.g. to trust a model more on the
+        classes it is good at. A dropped model's weights are ignored.
+
+    Attributes
+    ----------
+    estimators_ : list of fitted classifiers (dropped ones left out)
+    named_estimators_ : Bunch of the fitted models by name
+    classes_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from silva import DecisionTreeClassifier
+    >>> from silva.voting import VotingClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> vote = VotingClassifier([
+    ...     ("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+    ...     ("logistic", make_pipeline(StandardScaler(), LogisticRegression())),
+    ... ], voting="soft").fit(X, y)
+    >>> vote.predict_proba(X).shape
+    (569, 2)
+    """
+
+    def __init__(self, estimators, *, voting="hard", weights=None):
+        self.estimators = estimators
+        self.voting = voting
+        self.weights = weights
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit every model on (X, y) (with ``sample_weight`` when given)."""
+        _input.check_option(self.voting, "voting", {"hard", "soft"})
+        if y is None:
+            raise ValueError("VotingClassifier requires y to be passed, but the target y "
+                             "is None.")
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        self.classes_, y_code = np.unique(y, return_inverse=True)
+        # Models are fitted on the class codes, so their outputs line up with classes_.
+        estimators = self._fit_models(X, y_code, sample_weight, "classifier")
+        self._weights = self._model_weights(estimators, len(self.classes_))
+        if self.voting == "soft":
+            for name, model in zip(self._kept, self.estimators_, strict=True):
+                if not hasattr(model, "predict_proba"):
+                    raise ValueError(f"voting='soft' needs predict_proba, which estimator "
+                                     f"{name!r} does not have.")
+        return self
+
+    def _per_class_weights(self):
+        weights = self._weights
+        if weights.ndim == 1:
+            weights = np.repeat(weights[:, None], len(self.classes_), axis=1)
+        return weights
+
+    def _codes(self, model, X):
+        return np.asarray(model.predict(X)).astype(np.intp, copy=False)
+
+    def _model_proba(self, model, X):
+        proba = np.zeros((_num_samples(X), len(self.classes_)))
+        proba[:, np.asarray(model.classes_).astype(np.intp)] = model.predict_proba(X)
+        return proba
+
+    def _class_scores(self, X):
+        weights = self._per_class_weights()
+        n_samples = _num_samples(X)
+        scores = np.zeros((n_samples, len(self.classes_)))
+        rows = np.arange(n_samples)
+        for m, model in enumerate(self.estimators_):
+            if self.voting == "soft":
+                scores += weights[m] * self._model_proba(model, X)
+            else:
+                codes = self._codes(model, X)
+                scores[rows, codes] += weights[m, codes]
+        return scores
+
+    def predict(self, X):
+        """Class with the largest (weighted) vote; the first of equals."""
+        X = self._check_X(X)
+        return self.classes_[np.argmax(self._class_scores(X), axis=1)]
+
+    @available_if(lambda self: self.voting == "soft")
+    def predict_proba(self, X):
+        """Soft voting only: the weighted probability sums, normalised to sum to one per
+        sample (with per-model weights, the weighted average of the probabilities). A
+        sample whose weighted sum is zero for every class gets equal probabilities."""
+        X = self._check_X(X)
+        scores = self._class_scores(X)
+        totals = scores.sum(axis=1, keepdims=True)
+        uniform = np.full_like(scores, 1.0 / scores.shape[1])
+        return np.where(totals > 0, scores / np.where(totals > 0, totals, 1.0), uniform)
+
+    def transform(self, X):
+        """Each model's output: for soft voting the probabilities, shape
+        (n_samples, n_models * n_classes), model after model; for hard voting the
+        predicted labels, shape (n_samples, n_models)."""
+        X = self._check_X(X)
+        if self.voting == "soft":
+            return np.hstack([self._model_proba(model, X) for model in self.estimators_])
+        return np.column_stack([self.classes_[self._codes(model, X)]
+                                for model in self.estimators_])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = False
+        if self.voting != "soft":
+            # Hard voting transforms to predicted labels, not to features of X's dtype.
+            tags.transformer_tags.preserves_dtype = []
+        return tags
+
+
+class VotingRegressor(RegressorMixin, _BaseVoting):
+    """Weighted average of different regressors' predictions.
+
+    Parameters
+    ----------
+    estimators : list of (str, regressor or "drop")
+    weights : array-like of shape (n_estimators,), default=None
+        Non-negative weight of each model (None: equal weights).
+
+    Attributes
+    ----------
+    estimators_ : list of fitted regressors (dropped ones left out)
+    named_estimators_ : Bunch of the fitted models by name
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from sklearn.linear_model import Ridge
+    >>> from silva import DecisionTreeRegressor
+    >>> from silva.voting import VotingRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> vote = VotingRegressor([("tree", DecisionTreeRegressor(max_depth=3)),
+    ...                         ("ridge", Ridge())]).fit(X, y)
+    >>> vote.transform(X).shape
+    (442, 2)
+    """
+
+    def __init__(self, estimators, *, weights=None):
+        self.estimators = estimators
+        self.weights = weights
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit every model on (X, y) (with ``sample_weight`` when given)."""
+        if y is None:
+            raise ValueError("VotingRegressor requires y to be passed, but the target y "
+                             "is None.")
+        y = column_or_1d(y, warn=True)
+        estimators = self._fit_models(X, y, sample_weight, "regressor")
+        self._weights = self._model_weights(estimators)
+        return self
+
+    def transform(self, X):
+        """Each model's predictions, shape (n_samples, n_models)."""
+        X = self._check_X(X)
+        return np.column_stack([np.asarray(model.predict(X), dtype=np.float64).ravel()
+                                for model in self.estimators_])
+
+    def predict(self, X):
+        """sum_m w_m f_m(x) / sum_m w_m."""
+        return self.transform(X) @ self._weights / self._weights.sum()

@@ -1,0 +1,235 @@
+"""Voting and stacking: scikit-learn's estimator checks, weights, out-of-fold stacking."""
+
+import numpy as np
+import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris, make_classification
+from sklearn.ensemble import StackingClassifier as SklearnStackingClassifier
+from sklearn.ensemble import StackingRegressor as SklearnStackingRegressor
+from sklearn.ensemble import VotingClassifier as SklearnVotingClassifier
+from sklearn.ensemble import VotingRegressor as SklearnVotingRegressor
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.model_selection import KFold, cross_val_predict, train_test_split
+from sklearn.naive_bayes import GaussianNB
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.svm import LinearSVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from silva.adaboost import AdaBoostClassifier, AdaBoostRegressor
+from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
+from silva.stacking import StackingClassifier, StackingRegressor
+from silva.voting import VotingClassifier, VotingRegressor
+
+
+def _classifiers():
+    return [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+            ("bayes", GaussianNB())]
+
+
+def _regressors():
+    return [("tree", DecisionTreeRegressor(max_depth=3, random_state=0)), ("ridge", Ridge())]
+
+
+@parametrize_with_checks([
+    AdaBoostClassifier(n_estimators=5, random_state=0),
+    AdaBoostClassifier(n_estimators=5, algorithm="real", random_state=0),
+    AdaBoostRegressor(n_estimators=5, random_state=0),
+    VotingClassifier(_classifiers()),
+    VotingClassifier(_classifiers(), voting="soft"),
+    VotingRegressor(_regressors()),
+    StackingClassifier(_classifiers(), cv=3),
+    StackingRegressor(_regressors(), cv=3),
+])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# --------------------------------------------------------------------------- voting
+def _blobs():
+    X, y = load_iris(return_X_y=True)
+    return X, y
+
+
+def _three_models():
+    return [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+            ("knn", KNeighborsClassifier(n_neighbors=15)),
+            ("logistic", LogisticRegression(max_iter=500))]
+
+
+def test_hard_and_soft_voting_match_sklearn():
+    X, y = _blobs()
+    for voting, weights in [("hard", None), ("hard", [2, 1, 1]), ("soft", None),
+                            ("soft", [1, 2, 3])]:
+        ours = VotingClassifier(_three_models(), voting=voting, weights=weights).fit(X, y)
+        theirs = SklearnVotingClassifier(_three_models(), voting=voting,
+                                         weights=weights).fit(X, y)
+        np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+        if voting == "soft":
+            np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X))
+            np.testing.assert_allclose(ours.transform(X), theirs.transform(X))
+
+
+def test_hard_vote_by_hand():
+    X, y = _blobs()
+    vote = VotingClassifier(_three_models(), weights=[1, 1, 3]).fit(X, y)
+    predictions = vote.transform(X)
+    assert predictions.shape == (len(y), 3)
+    # Weight 3 outvotes the other two together: the logistic model decides alone.
+    np.testing.assert_array_equal(vote.predict(X), predictions[:, 2])
+    equal = VotingClassifier(_three_models()).fit(X, y)
+    votes = np.stack([(predictions == c).sum(axis=1) for c in range(3)], axis=1)
+    np.testing.assert_array_equal(equal.predict(X), np.argmax(votes, axis=1))
+
+
+def test_per_class_weights_soft_vote():
+    X, y = _blobs()
+    weights = np.array([[1.0, 0.0, 2.0], [0.5, 1.0, 0.5], [1.0, 3.0, 1.0]])
+    vote = VotingClassifier(_three_models(), voting="soft", weights=weights).fit(X, y)
+    probabilities = [m.predict_proba(X) for m in vote.estimators_]
+    scores = sum(w * p for w, p in zip(weights, probabilities, strict=True))
+    np.testing.assert_array_equal(vote.predict(X), np.argmax(scores, axis=1))
+    np.testing.assert_allclose(vote.predict_proba(X),
+                               scores / scores.sum(axis=1, keepdims=True))
+    # A class weighted zero by every model is never predicted... unless nothing else is.
+    zero_class = weights.copy()
+    zero_class[:, 1] = 0
+    vote.set_params(weights=zero_class).fit(X, y)
+    assert not np.any(vote.predict(X) == 1)
+    with pytest.raises(ValueError, match="weights"):
+        vote.set_params(weights=np.ones((3, 2))).fit(X, y)
+    with pytest.raises(ValueError, match="weights"):
+        vote.set_params(weights=[1, -1, 1]).fit(X, y)
+
+
+def test_voting_drop_and_nested_params():
+    X, y = _blobs()
+    vote = VotingClassifier(_three_models())
+    vote.set_params(knn="drop", tree__max_depth=1)
+    assert vote.get_params()["tree__max_depth"] == 1
+    vote.fit(X, y)
+    assert len(vote.estimators_) == 2 and vote.named_estimators_["knn"] == "drop"
+    assert vote.named_estimators_["tree"].get_depth() == 1
+    with pytest.raises(ValueError, match="predict_proba"):
+        VotingClassifier([("svc", LinearSVC())], voting="soft").fit(X, y)
+    assert not hasattr(VotingClassifier(_three_models()), "predict_proba")
+
+
+def test_voting_regressor_matches_sklearn():
+    X, y = load_diabetes(return_X_y=True)
+    models = _regressors() + [("knn", KNeighborsRegressor())]
+    ours = VotingRegressor(models, weights=[1, 2, 1]).fit(X, y)
+    theirs = SklearnVotingRegressor(models, weights=[1, 2, 1]).fit(X, y)
+    np.testing.assert_allclose(ours.predict(X), theirs.predict(X))
+    np.testing.assert_allclose(ours.transform(X), theirs.transform(X))
+    np.testing.assert_allclose(ours.predict(X), ours.transform(X) @ [0.25, 0.5, 0.25])
+
+
+# ------------------------------------------------------------------------- stacking
+class RecordingClassifier(ClassifierMixin, BaseEstimator):
+    """Final estimator that keeps the meta-features it was trained on."""
+
+    def fit(self, X, y):
+        self.X_fit_ = np.array(X, copy=True)
+        self.model_ = LogisticRegression().fit(X, y)
+        self.classes_ = self.model_.classes_
+        return self
+
+    def predict(self, X):
+        return self.model_.predict(X)
+
+
+def test_stacking_uses_only_out_of_fold_predictions():
+    X, y = make_classification(n_samples=200, n_features=5, flip_y=0.2, random_state=0)
+    memoriser = KNeighborsClassifier(n_neighbors=1)
+    cv = KFold(5, shuffle=True, random_state=0)
+    stack = StackingClassifier([("1nn", memoriser)], RecordingClassifier(), cv=cv,
+                               stack_method="predict").fit(X, y)
+    seen = stack.final_estimator_.X_fit_[:, 0]
+    # In-sample, 1-NN repeats every training label; the final model must not see that.
+    np.testing.assert_array_equal(memoriser.fit(X, y).predict(X), y)
+    assert np.mean(seen == y) < 0.9
+    np.testing.assert_array_equal(seen, cross_val_predict(memoriser, X, y, cv=cv))
+    # At prediction time the base model refitted on all data is used.
+    np.testing.assert_array_equal(stack.transform(X)[:, 0], y)
+
+
+def test_stacking_matches_sklearn():
+    X, y = load_breast_cancer(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+              ("knn", KNeighborsClassifier())]
+    for passthrough in (False, True):
+        final = make_pipeline(StandardScaler(), LogisticRegression())
+        ours = StackingClassifier(models, final, passthrough=passthrough).fit(X, y)
+        theirs = SklearnStackingClassifier(models, final, passthrough=passthrough).fit(X, y)
+        np.testing.assert_allclose(ours.transform(X), theirs.transform(X))
+        np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-6)
+    assert ours.transform(X).shape == (len(y), 2 + X.shape[1])
+    np.testing.assert_array_equal(ours.transform(X)[:, 2:], X)  # passthrough columns
+
+
+def test_stack_methods():
+    X, y = load_iris(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("svc", LinearSVC())]
+    auto = StackingClassifier(models).fit(X, y)
+    assert auto.stack_method_ == ["predict_proba", "decision_function"]
+    assert auto.transform(X).shape == (150, 6)
+    per_model = StackingClassifier(models, stack_method=["predict", "predict"]).fit(X, y)
+    assert per_model.transform(X).shape == (150, 2)
+    assert set(np.unique(per_model.transform(X))) <= {0.0, 1.0, 2.0}
+    with pytest.raises(ValueError, match="stack_method"):
+        StackingClassifier(models, stack_method="predict_proba").fit(X, y)
+    with pytest.raises(ValueError, match="stack_method"):
+        StackingClassifier(models, stack_method="vote").fit(X, y)
+
+
+def test_multi_level_stacking_by_nesting():
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    level_two = StackingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+         ("knn", KNeighborsClassifier())], cv=3)
+    model = StackingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=4, random_state=0)),
+         ("knn", KNeighborsClassifier()),
+         ("boost", AdaBoostClassifier(n_estimators=5, random_state=0))],
+        final_estimator=level_two, cv=3).fit(X_train, y_train)
+    assert isinstance(model.final_estimator_, StackingClassifier)
+    assert model.final_estimator_.transform(model.transform(X_test)).shape == (len(y_test), 2)
+    assert model.score(X_test, y_test) > 0.9
+    # ... and a stacking model as a base model of another.
+    outer = StackingClassifier([("inner", level_two), ("knn", KNeighborsClassifier())], cv=3)
+    assert outer.fit(X_train, y_train).score(X_test, y_test) > 0.9
+
+
+def test_stacking_regressor_matches_sklearn():
+    X, y = load_diabetes(return_X_y=True)
+    models = _regressors()
+    for passthrough in (False, True):
+        ours = StackingRegressor(models, passthrough=passthrough).fit(X, y)
+        theirs = SklearnStackingRegressor(models, passthrough=passthrough).fit(X, y)
+        np.testing.assert_allclose(ours.predict(X), theirs.predict(X))
+
+
+def test_stacking_string_labels_and_sample_weight():
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    stack = StackingClassifier(_classifiers()).fit(X, labels, sample_weight=np.ones(150))
+    assert set(stack.predict(X)) <= set(labels)
+    assert stack.predict_proba(X).shape == (150, 3)
+
+
+def test_stacking_with_silva_gradient_boosting_as_final_estimator():
+    # silva's gradient boosting is another issue's work; any estimator is accepted as the
+    # final estimator, and this checks the combination once that module exists.
+    boosting = pytest.importorskip("silva.boosting")
+    X, y = load_breast_cancer(return_X_y=True)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    final = boosting.GradientBoostingClassifier(n_estimators=20, random_state=0)
+    stack = StackingClassifier(
+        [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+         ("knn", KNeighborsClassifier())], final, passthrough=True, cv=3)
+    assert stack.fit(X_train, y_train).score(X_test, y_test) > 0.9
+    assert stack.predict_proba(X_test).shape == (len(y_test), 2)
