@@ -1,0 +1,455 @@
+"""Bagging (Breiman 1996): many copies of one estimator, each fitted on a random sample.
+
+:class:`BaggingClassifier` and :class:`BaggingRegressor` take any scikit-learn estimator
+(default: silva's decision tree) and fit ``n_estimators`` clones of it, each on
+
+- a random sample of the rows: drawn with replacement (``bootstrap=True``, the bootstrap
+  of Breiman 1996) or a random fraction ``max_samples`` without replacement
+  (``bootstrap=False``, the lectures' "bagging with p"), and
+- optionally a random subset of the columns (``max_features``; drawn with replacement when
+  ``bootstrap_features=True``): the random subspace method (Ho 1998).
+
+The ensemble averages the members' probabilities (``voting="soft"``) or counts their
+votes (``voting="hard"``); regressors average the members' predictions. The out-of-bag
+estimate (``oob_score=True``) predicts each training sample with the members that did not
+see it.
+
+Each member's draw comes from its own seed, drawn from ``random_state`` in order, so the
+ensemble does not depend on ``n_jobs``, and ``warm_start`` adds members that are the same
+as those a one-shot fit would have made. Members are fitted in joblib's worker processes
+when ``n_jobs`` asks for more than one, because a foreign estimator may not release the
+GIL and silva's trees already run their own compiled kernels in parallel.
+
+For silva trees a member's bootstrap counts are passed as sample weights (the same tree
+as fitting on the repeated rows, without copying them); other estimators whose ``fit``
+takes ``sample_weight`` are given the drawn rows with their counts as weights, and the
+rest get the drawn rows repeated.
+"""
+
+import numbers
+import warnings
+from functools import partial
+
+import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, has_fit_parameter
+
+from silva import _input
+from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
+from silva.persistence import PersistenceMixin
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+def _draw_count(value, total, name):
+    """``max_samples`` / ``max_features`` as a count in [1, total]."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        if not 1 <= value <= total:
+            raise ValueError(f"{name} as a count must be in [1, {total}]; got {value}.")
+        return int(value)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"{name} as a fraction must be in (0, 1]; got {value}.")
+        return max(1, int(value * total))
+    raise TypeError(f"{name} must be an int or a float; got {value!r}.")
+
+
+def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
+                 bootstrap_features):
+    """Row counts (n_samples,) and column ids of the member seeded with ``seed``."""
+    random_state = np.random.RandomState(seed)
+    if bootstrap_features:
+        features = random_state.randint(0, n_features, n_features_drawn)
+    else:
+        features = np.sort(random_state.permutation(n_features)[:n_features_drawn])
+    if bootstrap:
+        rows = random_state.randint(0, n_samples, n_drawn)
+    else:
+        rows = random_state.permutation(n_samples)[:n_drawn]
+    return np.bincount(rows, minlength=n_samples), features
+
+
+def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
+    """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones."""
+    members = []
+    for seed in seeds:
+        counts, features = draw(seed)
+        member = clone(base)
+        params = member.get_params(deep=False)
+        if "random_state" in params:
+            member.set_params(random_state=int(seed))
+        if "categorical_features" in params and is_categorical is not None:
+            member.set_params(categorical_features=is_categorical[features])
+        X_member = X[:, features]
+        if isinstance(member, BaseDecisionTree):
+            # Counts as weights: the same tree as on repeated rows, without copying them.
+            weights = counts * (sample_weight if sample_weight is not None else 1.0)
+            rows = np.flatnonzero(weights > 0)
+            member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
+        elif has_fit_parameter(member, "sample_weight"):
+            rows = np.flatnonzero(counts)
+            weights = counts[rows].astype(np.float64)
+            if sample_weight is not None:
+                weights = weights * sample_weight[rows]
+            member.fit(X_member[rows], y[rows], sample_weight=weights)
+        else:
+            if sample_weight is not None:
+                raise ValueError(f"{type(member).__name__}.fit takes no sample_weight, so "
+                                 "the bagging ensemble cannot use sample_weight.")
+            rows = np.repeat(np.arange(X.shape[0]), counts)
+            member.fit(X_member[rows], y[rows])
+        members.append(member)
+    return members
+
+
+class BaseBagging(PersistenceMixin, BaseEstimator):
+    """Shared fit logic of :class:`BaggingClassifier` and :class:`BaggingRegressor`."""
+
+    def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
+                 bootstrap=True, bootstrap_features=False, oob_score=False, warm_start=False,
+                 n_jobs=None, random_state=None, verbose=0, categorical_features=None):
+        self.estimator = estimator
+        self.n_estimators = n_estimators
+        self.max_samples = max_samples
+        self.max_features = max_features
+        self.bootstrap = bootstrap
+        self.bootstrap_features = bootstrap_features
+        self.oob_score = oob_score
+        self.warm_start = warm_start
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.categorical_features = categorical_features
+
+    def _check_params(self, n_samples, n_features):
+        _input.check_int(self.n_estimators, "n_estimators", 1)
+        for name in ("bootstrap", "bootstrap_features", "oob_score", "warm_start"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("oob_score=True needs bootstrap=True: out-of-bag estimates come "
+                             "from the samples a bootstrap leaves out.")
+        if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a nonzero int; got {self.n_jobs!r}.")
+        n_drawn = _draw_count(self.max_samples, n_samples, "max_samples")
+        n_features_drawn = _draw_count(self.max_features, n_features, "max_features")
+        return n_drawn, n_features_drawn
+
+    def _prepare_X(self, X, reset):
+        base = self._base_estimator()
+        categorical = (self.categorical_features
+                       if "categorical_features" in base.get_params(deep=False) else None)
+        return _input.prepare_X(self, X, reset=reset, categorical_features=categorical)
+
+    def _fit(self, X, y, sample_weight):
+        n_samples, n_features = X.shape
+        n_drawn, n_features_drawn = self._check_params(n_samples, n_features)
+        if sample_weight is not None:
+            sample_weight = _input.check_sample_weight(sample_weight, n_samples)
+        base = self._base_estimator()
+        if not self.warm_start or not hasattr(self, "estimators_"):
+            self.estimators_ = []
+            self._seeds = []
+        elif self._fit_signature != (n_samples, n_features):
+            raise ValueError("warm_start=True needs the same data as the previous fit.")
+        n_existing = len(self.estimators_)
+        if self.n_estimators < n_existing:
+            raise ValueError(f"n_estimators={self.n_estimators} must be at least the "
+                             f"{n_existing} members already fitted when warm_start=True.")
+        self._fit_signature = (n_samples, n_features)
+        self._draw_sizes = (n_drawn, n_features_drawn)
+        seeds = check_random_state(self.random_state).randint(_MAX_SEED, size=self.n_estimators)
+        new_seeds = [int(seed) for seed in seeds[n_existing:]]
+        is_categorical = getattr(self, "is_categorical_", None)
+        is_categorical = is_categorical if is_categorical is not None and is_categorical.any() \
+            else None
+
+        n_jobs = min(max(1, effective_n_jobs(self.n_jobs)), max(1, len(new_seeds)))
+        chunks = [chunk for chunk in np.array_split(np.asarray(new_seeds, dtype=np.int64),
+                                                   n_jobs) if chunk.size]
+        # A plain function, not the bound method: workers need not receive the ensemble.
+        draw = partial(_member_draw, n_samples=n_samples, n_drawn=n_drawn,
+                       bootstrap=self.bootstrap, n_features=n_features,
+                       n_features_drawn=n_features_drawn,
+                       bootstrap_features=self.bootstrap_features)
+        results = Parallel(n_jobs=n_jobs, verbose=self.verbose)(
+            delayed(_fit_members)(base, chunk, X, y, sample_weight, draw, is_categorical)
+            for chunk in chunks)
+        for members in results:
+            self.estimators_.extend(members)
+        self._seeds.extend(new_seeds)
+        self.n_estimators_ = len(self.estimators_)
+        if self.oob_score:
+            self._compute_oob(X, y)
+        else:
+            for name in ("oob_score_", "oob_decision_function_", "oob_prediction_"):
+                self.__dict__.pop(name, None)
+        return self
+
+    def _draw(self, seed):
+        n_samples, n_features = self._fit_signature
+        n_drawn, n_features_drawn = self._draw_sizes
+        return _member_draw(seed, n_samples, n_drawn, self.bootstrap, n_features,
+                            n_features_drawn, self.bootstrap_features)
+
+    @property
+    def estimators_features_(self):
+        """The column ids each member was fitted on."""
+        check_is_fitted(self, "estimators_")
+        return [self._draw(seed)[1] for seed in self._seeds]
+
+    @property
+    def estimators_samples_(self):
+        """The row ids each member was fitted on (repeats removed)."""
+        check_is_fitted(self, "estimators_")
+        return [np.flatnonzero(self._draw(seed)[0]) for seed in self._seeds]
+
+    def _out_of_bag_members(self, n_samples):
+        """(member, its column ids, its out-of-bag row ids) for every member."""
+        for member, seed in zip(self.estimators_, self._seeds, strict=True):
+            counts, features = self._draw(seed)
+            yield member, features, np.flatnonzero(counts == 0)
+
+    def _oob_members(self, X):
+        """Validated training X and (predict, features, out-of-bag rows) per member.
+
+        For :func:`silva.permutation_importance` with ``oob=True``.
+        """
+        X = self._validated_X(X)
+        n_fit = self._fit_signature[0]
+        if X.shape[0] != n_fit:
+            raise ValueError(f"oob=True needs the training data: the ensemble was fitted on "
+                             f"{n_fit} samples, X has {X.shape[0]}.")
+        members = [(member.predict, features, rows)
+                   for member, features, rows in self._out_of_bag_members(n_fit)]
+        return X, members
+
+    def _validated_X(self, X):
+        check_is_fitted(self, "estimators_")
+        return self._prepare_X(X, reset=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        base_tags = self._base_estimator().__sklearn_tags__()
+        tags.input_tags.allow_nan = base_tags.input_tags.allow_nan
+        return tags
+
+
+class BaggingClassifier(ClassifierMixin, BaseBagging):
+    """A bagging classifier (Breiman 1996) around any scikit-learn classifier.
+
+    Parameters
+    ----------
+    estimator : classifier or None, default=None
+        The estimator to bag; None means :class:`~silva.DecisionTreeClassifier` grown fully.
+    n_estimators : int, default=10
+        Number of members.
+    max_samples : int or float, default=1.0
+        Rows drawn per member: a count, or a fraction of the training set.
+    max_features : int or float, default=1.0
+        Columns drawn per member: a count, or a fraction of the features.
+    bootstrap : bool, default=True
+        Draw rows with replacement (the bootstrap); False draws ``max_samples`` distinct
+        rows (bagging "with p" = ``max_samples``).
+    bootstrap_features : bool, default=False
+        Draw the columns with replacement.
+    oob_score : bool, default=False
+        Estimate accuracy on the out-of-bag samples (``oob_score_``,
+        ``oob_decision_function_``); needs ``bootstrap=True``.
+    voting : {"soft", "hard"}, default="soft"
+        Soft: the class of highest mean probability (members need ``predict_proba``).
+        Hard: the majority class of the members' predictions (ties: the first class);
+        ``predict_proba`` is then the members' vote shares.
+    warm_start : bool, default=False
+        Keep the fitted members and add new ones up to ``n_estimators``.
+    n_jobs : int or None, default=None
+        Worker processes fitting members (-1: all cores); the result does not depend on it.
+    random_state : int, RandomState or None, default=None
+        Seeds every member's draw and the member itself (its ``random_state``).
+    verbose : int, default=0
+        joblib's progress messages.
+    categorical_features : "auto", array-like or None, default=None
+        Categorical columns, passed on (restricted to each member's columns) when the
+        estimator is a silva tree; "auto" detects pandas category columns.
+
+    Attributes
+    ----------
+    estimators_ : list of fitted members
+    estimators_features_, estimators_samples_ : list of ndarray
+    classes_, n_classes_, n_features_in_, feature_names_in_
+    oob_score_ : float
+    oob_decision_function_ : ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.neighbors import KNeighborsClassifier
+    >>> from silva import BaggingClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> bag = BaggingClassifier(KNeighborsClassifier(), n_estimators=20, max_samples=0.5,
+    ...                         bootstrap=False, random_state=0).fit(X, y)
+    >>> bag.score(X, y) > 0.9
+    True
+    """
+
+    def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
+                 bootstrap=True, bootstrap_features=False, oob_score=False, voting="soft",
+                 warm_start=False, n_jobs=None, random_state=None, verbose=0,
+                 categorical_features=None):
+        super().__init__(
+            estimator=estimator, n_estimators=n_estimators, max_samples=max_samples,
+            max_features=max_features, bootstrap=bootstrap,
+            bootstrap_features=bootstrap_features, oob_score=oob_score,
+            warm_start=warm_start, n_jobs=n_jobs, random_state=random_state, verbose=verbose,
+            categorical_features=categorical_features)
+        self.voting = voting
+
+    def _base_estimator(self):
+        return DecisionTreeClassifier() if self.estimator is None else self.estimator
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the members on random samples of (X, y)."""
+        _input.check_option(self.voting, "voting", {"soft", "hard"})
+        base = self._base_estimator()
+        if self.voting == "soft" and not hasattr(base, "predict_proba"):
+            raise ValueError(f"voting='soft' needs predict_proba, which "
+                             f"{type(base).__name__} lacks; use voting='hard'.")
+        X = self._prepare_X(X, reset=True)
+        y = np.asarray(y)
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        check_classification_targets(y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if self.warm_start and hasattr(self, "classes_") and not np.array_equal(
+                classes, self.classes_):
+            raise ValueError("warm_start=True needs the same classes as the previous fit.")
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        # Members learn class indices, so every member's columns map onto classes_.
+        return self._fit(X, y_encoded.astype(np.intp), sample_weight)
+
+    def _member_proba(self, member, X_member):
+        """The member's (n, n_classes_) probabilities (soft) or one-hot vote (hard)."""
+        out = np.zeros((X_member.shape[0], self.n_classes_))
+        if self.voting == "soft":
+            proba = member.predict_proba(X_member)
+            out[:, np.asarray(member.classes_, dtype=np.intp)] = proba
+        else:
+            votes = np.asarray(member.predict(X_member), dtype=np.intp)
+            out[np.arange(votes.shape[0]), votes] = 1.0
+        return out
+
+    def predict_proba(self, X):
+        """Mean of the members' probabilities (soft) or their vote shares (hard)."""
+        X = self._validated_X(X)
+        total = np.zeros((X.shape[0], self.n_classes_))
+        for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
+            total += self._member_proba(member, X[:, features])
+        return total / len(self.estimators_)
+
+    def predict_log_proba(self, X):
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """The class of highest mean probability or most votes (the first of equals)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def _compute_oob(self, X, y):
+        total = np.zeros((X.shape[0], self.n_classes_))
+        counts = np.zeros(X.shape[0])
+        for member, features, rows in self._out_of_bag_members(X.shape[0]):
+            if rows.size:
+                total[rows] += self._member_proba(member, X[np.ix_(rows, features)])
+                counts[rows] += 1
+        covered = oob_covered(counts, minimum=1)
+        decision = np.full(total.shape, np.nan)
+        decision[covered] = total[covered] / counts[covered, None]
+        self.oob_decision_function_ = decision
+        self.oob_score_ = accuracy_score(y[covered], np.argmax(decision[covered], axis=1))
+
+
+class BaggingRegressor(RegressorMixin, BaseBagging):
+    """A bagging regressor (Breiman 1996) around any scikit-learn regressor.
+
+    Parameters are those of :class:`BaggingClassifier` without ``voting``; the default
+    estimator is :class:`~silva.DecisionTreeRegressor`. The prediction is the members'
+    mean; ``oob_score_`` is the out-of-bag R² and ``oob_prediction_`` the out-of-bag
+    predictions.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from silva import BaggingRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> bag = BaggingRegressor(n_estimators=30, oob_score=True, random_state=0).fit(X, y)
+    >>> 0.3 < bag.oob_score_ < 0.6
+    True
+    """
+
+    def _base_estimator(self):
+        return DecisionTreeRegressor() if self.estimator is None else self.estimator
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the members on random samples of (X, y)."""
+        X = self._prepare_X(X, reset=True)
+        try:
+            y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"y must be numeric for regression: {error}") from None
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.ravel()
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        if not np.all(np.isfinite(y)):
+            bad = np.flatnonzero(~np.isfinite(y))[0]
+            raise ValueError(f"y contains NaN or infinity (first at sample {bad}).")
+        return self._fit(X, y, sample_weight)
+
+    def predict(self, X):
+        """Mean of the members' predictions."""
+        X = self._validated_X(X)
+        total = np.zeros(X.shape[0])
+        for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
+            total += np.asarray(member.predict(X[:, features]), dtype=np.float64).ravel()
+        return total / len(self.estimators_)
+
+    def _compute_oob(self, X, y):
+        total = np.zeros(X.shape[0])
+        counts = np.zeros(X.shape[0])
+        for member, features, rows in self._out_of_bag_members(X.shape[0]):
+            if rows.size:
+                total[rows] += np.asarray(member.predict(X[np.ix_(rows, features)])).ravel()
+                counts[rows] += 1
+        covered = oob_covered(counts, minimum=2)
+        prediction = np.full(X.shape[0], np.nan)
+        prediction[covered] = total[covered] / counts[covered]
+        self.oob_prediction_ = prediction
+        self.oob_score_ = r2_score(y[covered], prediction[covered])
+
+
+def oob_covered(counts, minimum):
+    """Samples with an out-of-bag prediction (``counts`` > 0), for bagging and forests.
+
+    A ValueError when fewer than ``minimum`` have one (too few samples or members for an
+    estimate); a warning naming how many lack one otherwise.
+    """
+    covered = counts > 0
+    if covered.sum() < minimum:
+        raise ValueError(
+            f"oob_score=True: only {int(covered.sum())} of {counts.shape[0]} samples are out "
+            f"of bag of some member or tree; at least {minimum} are needed to estimate the score. "
+            "Use more samples, more members, or a smaller max_samples.")
+    if not covered.all():
+        warnings.warn(f"{int(np.sum(~covered))} samples were drawn by every member and have "
+                      "no out-of-bag prediction; they are left out of oob_score_ (NaN in the "
+                      "out-of-bag predictions). Use more members or trees.", UserWarning,
+                      stacklevel=4)
+    return covered

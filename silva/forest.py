@@ -1,0 +1,768 @@
+"""Random forests (Breiman 2001) and extremely randomized trees (Geurts et al. 2006).
+
+Both are averages of many CART trees (:mod:`silva.decision_tree`), grown on one binned
+copy of the training data (:mod:`silva.engine.forest`), in parallel threads, and predicted
+in one compiled call over all trees (:mod:`silva.engine.ensemble`):
+
+- a **random forest** grows each tree on a bootstrap sample (``bootstrap=True``, sample
+  counts become weights, as in scikit-learn) and draws ``max_features`` candidate
+  features at every node;
+- **extra trees** draw one random threshold per candidate feature (``splitter="random"``
+  of the trees) and, by default, use the whole training set for every tree.
+
+Beyond scikit-learn's interface the forests offer the out-of-bag error as a function of
+the number of trees (``oob_curve_``), the between-tree standard deviation of regressions
+(``predict(X, return_std=True)``), quantile regression forests (Meinshausen 2006,
+:meth:`RandomForestRegressor.predict_quantiles`), and Breiman's margin, strength and
+correlation (:meth:`RandomForestClassifier.margin`,
+:meth:`RandomForestClassifier.strength_correlation`).
+"""
+
+import numbers
+
+import numpy as np
+from joblib import effective_n_jobs
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import Bunch, check_random_state, compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from silva import _input
+from silva._progress import progress
+from silva.bagging import oob_covered
+from silva.callbacks import CallbackEnv, EarlyStopException
+from silva.decision_tree import (
+    HISTOGRAM_MIN_SAMPLES,
+    PARALLEL_MIN_WORK,
+    BaseDecisionTree,
+    DecisionTreeClassifier,
+    DecisionTreeRegressor,
+)
+from silva.engine import criteria
+from silva.engine.ensemble import PackedTrees
+from silva.engine.forest import BinnedData, GrowthRules, TreeTask, iter_grown_trees
+from silva.engine.pruning import prune_tree
+from silva.engine.random import seed_from_random_state
+from silva.inspection import encoded_target
+from silva.persistence import PersistenceMixin
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+def _bootstrap_counts(seed, n_samples, n_drawn):
+    """How often each sample is drawn in tree ``seed``'s bootstrap (with replacement).
+
+    The draw is scikit-learn's (``randint`` from a ``RandomState(seed)``), so that the
+    in-bag samples can be regenerated from the seed alone.
+    """
+    drawn = np.random.RandomState(seed).randint(0, n_samples, n_drawn)
+    return np.bincount(drawn, minlength=n_samples).astype(np.float64)
+
+
+class BaseForest(PersistenceMixin, BaseEstimator):
+    """Shared fit logic of the forests; use the four public classes."""
+
+    _splitter = "best"  # "random" for extra trees
+    _tree_class = None
+    # Input handling is the trees' own: the same categorical and data-frame support.
+    _prepare_X = BaseDecisionTree._prepare_X
+    _prepare_X_y = BaseDecisionTree._prepare_X_y
+
+    def __init__(self, *, n_estimators, criterion, max_depth, min_samples_split,
+                 min_samples_leaf, min_weight_fraction_leaf, max_features, max_leaf_nodes,
+                 min_impurity_decrease, bootstrap, oob_score, n_jobs, random_state, verbose,
+                 warm_start, ccp_alpha, max_samples, max_bins, categorical_features):
+        self.n_estimators = n_estimators
+        self.criterion = criterion
+        self.max_depth = max_depth
+        self.min_samples_split = min_samples_split
+        self.min_samples_leaf = min_samples_leaf
+        self.min_weight_fraction_leaf = min_weight_fraction_leaf
+        self.max_features = max_features
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_impurity_decrease = min_impurity_decrease
+        self.bootstrap = bootstrap
+        self.oob_score = oob_score
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.ccp_alpha = ccp_alpha
+        self.max_samples = max_samples
+        self.max_bins = max_bins
+        self.categorical_features = categorical_features
+
+    _TREE_PARAMS = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",
+                    "min_weight_fraction_leaf", "max_features", "max_leaf_nodes",
+                    "min_impurity_decrease", "ccp_alpha", "max_bins", "categorical_features")
+
+    def _make_tree(self, random_state=None):
+        params = {name: getattr(self, name) for name in self._TREE_PARAMS}
+        return self._tree_class(splitter=self._splitter, random_state=random_state, **params)
+
+    # ------------------------------------------------------------ validation
+    def _check_forest_params(self, n_samples):
+        _input.check_int(self.n_estimators, "n_estimators", 1)
+        if isinstance(self.ccp_alpha, str):
+            # "cv" cross-validates one tree; a forest's trees are averaged, not pruned alone.
+            raise ValueError(f"ccp_alpha of a forest must be a float >= 0; got "
+                             f"{self.ccp_alpha!r} ('cv' is for single trees).")
+        for name in ("bootstrap", "oob_score", "warm_start"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
+        if self.oob_score and not self.bootstrap:
+            raise ValueError("oob_score=True needs bootstrap=True: without bootstrap every "
+                             "tree sees every sample and no sample is out of bag.")
+        if self.max_samples is None:
+            return n_samples
+        if not self.bootstrap:
+            raise ValueError("max_samples is only used with bootstrap=True; set "
+                             "max_samples=None or bootstrap=True.")
+        if isinstance(self.max_samples, numbers.Integral) and not isinstance(
+                self.max_samples, bool):
+            if self.max_samples < 1:
+                raise ValueError(f"max_samples must be >= 1; got {self.max_samples}.")
+            return int(self.max_samples)
+        if isinstance(self.max_samples, numbers.Real) and 0.0 < self.max_samples <= 1.0:
+            return max(1, round(n_samples * self.max_samples))
+        raise ValueError("max_samples must be None, an int >= 1 or a float in (0, 1]; got "
+                         f"{self.max_samples!r}.")
+
+    def _n_threads(self):
+        if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral)
+                                        or self.n_jobs == 0):
+            raise ValueError(f"n_jobs must be None or a nonzero int; got {self.n_jobs!r}.")
+        return max(1, effective_n_jobs(self.n_jobs))
+
+    # ------------------------------------------------------------------- fit
+    def _fit_forest(self, X, y, sample_weight, criterion_code, n_classes, value_offset=0.0,
+                    callbacks=None):
+        """Grow the trees (y encoded, weights final) and compute the out-of-bag results."""
+        n_samples, n_features = X.shape
+        n_drawn = self._check_forest_params(n_samples)
+        n_threads = self._n_threads()
+        template = self._make_tree()
+        template.is_categorical_ = self.is_categorical_
+        rules_dict = template._check_params(n_samples, sample_weight.sum())
+        self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
+        names = getattr(self, "feature_names_in_", None)
+        _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
+
+        random_state = check_random_state(self.random_state)
+        seeds = random_state.randint(_MAX_SEED, size=self.n_estimators)
+        if not self.warm_start or not hasattr(self, "estimators_"):
+            self._clear_fit()
+        n_existing = len(self._grown_trees)
+        if self.n_estimators < n_existing:
+            raise ValueError(f"n_estimators={self.n_estimators} must be at least the "
+                             f"{n_existing} trees already fitted when warm_start=True.")
+        if n_existing and self._fit_signature != (n_samples, n_features, n_classes):
+            raise ValueError("warm_start=True needs the same data as the previous fit.")
+        self._fit_signature = (n_samples, n_features, n_classes)
+        new_seeds = seeds[n_existing:]
+
+        data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
+        self._has_missing_at_fit = bool(np.isnan(X).any())
+        y_float = np.asarray(y, dtype=np.float64)
+        rules = GrowthRules(
+            criterion=criterion_code, n_classes=n_classes,
+            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
+            max_depth=rules_dict["max_depth"],
+            min_samples_split=rules_dict["min_samples_split"],
+            min_samples_leaf=rules_dict["min_samples_leaf"],
+            max_leaf_nodes=rules_dict["max_leaf_nodes"],
+            min_impurity_decrease=float(self.min_impurity_decrease),
+            max_features=self.max_features_, use_random=self._splitter == "random",
+            histogram_min_samples=(n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
+                                   else HISTOGRAM_MIN_SAMPLES),
+            parallel_min_work=PARALLEL_MIN_WORK,
+        )
+        fraction = float(self.min_weight_fraction_leaf)
+
+        def make_task(t):
+            seed = int(new_seeds[t])
+            weight = sample_weight
+            if self.bootstrap:
+                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
+            if getattr(self, "class_weight", None) == "balanced_subsample":
+                weight = weight * self._subsample_class_weights(y, weight, n_classes)
+            stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)
+            return TreeTask(
+                stats=stats, y=y_float, weight=weight,
+                sample_indices=np.flatnonzero(weight > 0).astype(np.int32),
+                min_weight_leaf=fraction * weight.sum(),
+                seed=seed_from_random_state(np.random.RandomState(seed)),
+            )
+
+        grown_trees = iter_grown_trees(data, rules, make_task, len(new_seeds), n_threads)
+        n_kept = len(new_seeds)
+        for t, grown_tree in enumerate(progress(grown_trees, total=len(new_seeds),
+                                                enabled=self.verbose,
+                                                desc=type(self).__name__)):
+            grown_tree.tree.value += value_offset
+            if self.ccp_alpha > 0.0:
+                grown_tree.tree = prune_tree(grown_tree.tree, self.ccp_alpha)
+            self._grown_trees.append(grown_tree)
+            if callbacks and self._stop_requested(callbacks, n_existing, t):
+                grown_trees.close()
+                n_kept = t + 1
+                break
+        new_seeds = new_seeds[:n_kept]
+        self._tree_seeds.extend(int(s) for s in new_seeds)
+        self._n_drawn = n_drawn
+        self._pack_trees()
+        if self.oob_score:
+            self._compute_oob(X, y, sample_weight)
+        else:
+            for name in ("oob_score_", "oob_curve_", "oob_decision_function_",
+                         "oob_prediction_"):
+                self.__dict__.pop(name, None)
+        return self
+
+    def _clear_fit(self):
+        self._grown_trees = []
+        self._tree_seeds = []
+        self._fit_signature = None
+
+    @staticmethod
+    def _subsample_class_weights(y, weight, n_classes):
+        """"balanced" class weights computed on one tree's (bootstrap-weighted) sample."""
+        class_totals = np.bincount(y, weights=weight, minlength=n_classes)
+        present = class_totals > 0
+        per_class = np.zeros(n_classes)
+        per_class[present] = weight.sum() / (present.sum() * class_totals[present])
+        return per_class[y]
+
+    def _stop_requested(self, callbacks, n_existing, t):
+        """Call the callbacks after tree ``t`` of this fit; True when one asks to stop.
+
+        A callback raising :class:`~silva.callbacks.EarlyStopException` stops the forest
+        after the current tree (a forest has no per-tree validation score to roll back
+        to, so ``best_iteration`` is not used to drop trees).
+        """
+        env = CallbackEnv(model=self, iteration=n_existing + t, begin_iteration=n_existing,
+                          end_iteration=self.n_estimators)
+        try:
+            for callback in callbacks:
+                callback(env)
+        except EarlyStopException:
+            return True
+        return False
+
+    def _pack_trees(self):
+        """One packed copy of the trees; the fitted sub-estimators view it."""
+        trees = [grown.tree for grown in self._grown_trees]
+        self._packed = PackedTrees(trees, tree_weight=np.full(len(trees), 1.0 / len(trees)))
+        self.estimators_ = []
+        for t in range(len(trees)):
+            view = self._packed.tree(t)
+            self._grown_trees[t].tree = view
+            self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
+
+    def _wrap_tree(self, tree, seed):
+        """A fitted tree estimator around ``tree`` (so that ``estimators_[i]`` predicts)."""
+        estimator = self._make_tree(random_state=seed)
+        state = {name: getattr(self, name) for name in (
+            "n_features_in_", "feature_names_in_", "is_categorical_", "_encoder",
+            "max_features_", "_has_missing_at_fit", "classes_", "n_classes_", "n_outputs_")
+            if hasattr(self, name)}
+        estimator.__dict__.update(state)
+        estimator.tree_ = tree
+        return estimator
+
+    def _inbag_mask(self, n_samples):
+        """(n_trees, n_samples) uint8: 1 where the sample trained the tree."""
+        mask = np.ones((len(self._tree_seeds), n_samples), dtype=np.uint8)
+        if self.bootstrap:
+            for t, seed in enumerate(self._tree_seeds):
+                mask[t] = _bootstrap_counts(seed, n_samples, self._n_drawn) > 0
+        return mask
+
+    def _oob_members(self, X):
+        """Validated training X and (predict, features, out-of-bag rows) per tree.
+
+        For :func:`silva.permutation_importance` with ``oob=True``; ``predict`` returns
+        class indices (classifiers) or values.
+        """
+        X = self._validated_X(X)
+        n_fit = self._fit_signature[0]
+        if X.shape[0] != n_fit:
+            raise ValueError(f"oob=True needs the training data: the forest was fitted on "
+                             f"{n_fit} samples, X has {X.shape[0]}.")
+        inbag = self._inbag_mask(n_fit)
+        features = np.arange(X.shape[1])
+        is_classifier = isinstance(self, ClassifierMixin)
+        members = []
+        for t, estimator in enumerate(self.estimators_):
+            tree = estimator.tree_
+
+            def predict(X_rows, tree=tree):
+                values = tree.predict(X_rows)[:, 0, :]
+                return np.argmax(values, axis=1) if is_classifier else values[:, 0]
+            members.append((predict, features, np.flatnonzero(inbag[t] == 0)))
+        return X, members
+
+    # --------------------------------------------------------------- results
+    @property
+    def feature_importances_(self):
+        """Mean over the trees of their normalised impurity decreases (MDI)."""
+        check_is_fitted(self, "estimators_")
+        importances = np.mean([e.tree_.compute_feature_importances() for e in
+                               self.estimators_ if e.tree_.node_count > 1] or
+                              [np.zeros(self.n_features_in_)], axis=0)
+        total = importances.sum()
+        return importances / total if total > 0 else importances
+
+    def apply(self, X):
+        """Leaf index of each sample in each tree, shape (n_samples, n_estimators)."""
+        X = self._validated_X(X)
+        return self._packed.apply(X)
+
+    def _validated_X(self, X):
+        check_is_fitted(self, "estimators_")
+        return self._prepare_X(X, reset=False)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        return tags
+
+
+class ForestClassifier(ClassifierMixin, BaseForest):
+    """Fit and prediction of the classification forests."""
+
+    _tree_class = DecisionTreeClassifier
+
+    def fit(self, X, y, sample_weight=None, callbacks=None):
+        """Grow the forest on (X, y); NaN in X means missing.
+
+        ``callbacks`` are called after each tree with a
+        :class:`~silva.callbacks.CallbackEnv`; one raising
+        :class:`~silva.callbacks.EarlyStopException` stops growing more trees.
+        """
+        code = (criteria.CLASSIFICATION_CRITERIA.get(self.criterion)
+                if isinstance(self.criterion, str) else None)
+        if code is None:
+            raise ValueError(f"criterion must be one of "
+                             f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
+                             f"{self.criterion!r}.")
+        X, y = self._prepare_X_y(X, y)
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinity; every sample needs a class label.")
+        check_classification_targets(y)
+        classes, y_encoded = np.unique(y, return_inverse=True)
+        if self.warm_start and hasattr(self, "classes_") and (
+                len(classes) != len(self.classes_) or np.any(classes != self.classes_)):
+            raise ValueError("warm_start=True needs the same classes as the previous fit.")
+        self.classes_ = classes
+        self.n_classes_ = len(classes)
+        self.n_outputs_ = 1
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        if self.class_weight is not None and self.class_weight != "balanced_subsample":
+            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        elif self.class_weight == "balanced_subsample" and not self.bootstrap:
+            sample_weight = sample_weight * compute_sample_weight("balanced", y)
+        return self._fit_forest(X, y_encoded.astype(np.intp), sample_weight, code,
+                                self.n_classes_, callbacks=callbacks)
+
+    def _compute_oob(self, X, y, sample_weight):
+        sums, counts, curve = self._packed.out_of_bag(X, y, self._inbag_mask(X.shape[0]),
+                                                      True)
+        covered = oob_covered(counts, minimum=1)
+        decision = np.full(sums.shape, np.nan)
+        decision[covered] = sums[covered] / counts[covered, None]
+        self.oob_decision_function_ = decision
+        self.oob_score_ = accuracy_score(y[covered], np.argmax(decision[covered], axis=1))
+        self.oob_curve_ = curve
+
+    def predict_proba(self, X):
+        """Mean of the trees' class probabilities (the soft vote)."""
+        X = self._validated_X(X)
+        return self._packed.predict(X, n_outputs=self.n_classes_)
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Class of highest mean probability (the first of equals)."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def _tree_votes(self, X, y):
+        """Each tree's predicted class index (n_samples, n_trees) and y's class indices."""
+        X = self._validated_X(X)
+        votes = np.argmax(self._packed.tree_values(X), axis=2)
+        return votes, encoded_target(self, y, X.shape[0])
+
+    def margin(self, X, y):
+        """Breiman's margin of each sample (Breiman 2001, sec. 2.1).
+
+        mr(x, y) = P(h(x) = y) − max_{j ≠ y} P(h(x) = j), with P the fraction of trees
+        voting for a class (hard votes). Positive when the forest's vote is right; its
+        size is the confidence of that vote.
+        """
+        votes, y_index = self._tree_votes(X, y)
+        shares = self._vote_shares(votes)
+        return self._margins_from_shares(shares, y_index)
+
+    def _vote_shares(self, votes):
+        n_trees = votes.shape[1]
+        shares = np.zeros((votes.shape[0], self.n_classes_))
+        for k in range(self.n_classes_):
+            shares[:, k] = np.sum(votes == k, axis=1) / n_trees
+        return shares
+
+    @staticmethod
+    def _margins_from_shares(shares, y_index):
+        rows = np.arange(shares.shape[0])
+        right = shares[rows, y_index]
+        others = shares.copy()
+        others[rows, y_index] = -np.inf
+        return right - others.max(axis=1)
+
+    def strength_correlation(self, X, y):
+        """Breiman's strength, mean correlation and generalisation bound (2001, sec. 2.2).
+
+        Returns a ``Bunch`` with ``strength`` s = mean margin, ``correlation`` ρ̄ =
+        var(margin) / (mean over trees of sd(θ))², where sd(θ) = sqrt(p1 + p2 − (p1 −
+        p2)²), p1 the tree's accuracy and p2 the rate at which it votes for each sample's
+        strongest wrong class ĵ(x, y); and ``bound`` = ρ̄(1 − s²)/s², Breiman's upper bound on
+        the generalisation error (infinite when s <= 0). Computed on the given (X, y),
+        e.g. held-out data.
+        """
+        votes, y_index = self._tree_votes(X, y)
+        shares = self._vote_shares(votes)
+        margins = self._margins_from_shares(shares, y_index)
+        rows = np.arange(shares.shape[0])
+        others = shares.copy()
+        others[rows, y_index] = -np.inf
+        strongest_wrong = np.argmax(others, axis=1)
+        p1 = np.mean(votes == y_index[:, None], axis=0)
+        p2 = np.mean(votes == strongest_wrong[:, None], axis=0)
+        sd = np.sqrt(np.maximum(p1 + p2 - (p1 - p2) ** 2, 0.0))
+        strength = float(margins.mean())
+        mean_sd = sd.mean()
+        correlation = float(margins.var() / mean_sd**2) if mean_sd > 0 else np.nan
+        bound = (correlation * (1 - strength**2) / strength**2 if strength > 0 else np.inf)
+        return Bunch(strength=strength, correlation=correlation, bound=float(bound),
+                     margins=margins)
+
+
+class ForestRegressor(RegressorMixin, BaseForest):
+    """Fit and prediction of the regression forests."""
+
+    _tree_class = DecisionTreeRegressor
+
+    def fit(self, X, y, sample_weight=None, callbacks=None):
+        """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
+        classifier's)."""
+        code = (criteria.REGRESSION_CRITERIA.get(self.criterion)
+                if isinstance(self.criterion, str) else None)
+        if code is None:
+            raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
+                             f"; got {self.criterion!r}.")
+        X, y = self._prepare_X_y(X, y)
+        try:
+            y = y.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"y must be numeric for regression: {error}") from None
+        if not np.all(np.isfinite(y)):
+            bad = np.flatnonzero(~np.isfinite(y))[0]
+            raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        offset = 0.0
+        if code == criteria.POISSON:
+            if np.any(y < 0):
+                raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
+            if np.sum(y * sample_weight) <= 0:
+                raise ValueError("criterion='poisson' needs a positive sum of y.")
+        elif code != criteria.ABSOLUTE_ERROR:
+            # Centred y keeps the channel sums accurate (see DecisionTreeRegressor.fit).
+            offset = float(np.average(y, weights=sample_weight))
+        self.n_outputs_ = 1
+        self._y_train = y
+        self._fit_forest(X, y - offset, sample_weight, code, 1, value_offset=offset,
+                         callbacks=callbacks)
+        self._store_leaf_samples(X, sample_weight)
+        return self
+
+    def _store_leaf_samples(self, X, sample_weight):
+        """Each tree's in-bag samples by leaf, with their weights, for quantiles."""
+        blocks, weights, starts, ends = [], [], [], []
+        for t, grown in enumerate(self._grown_trees):
+            counts = (_bootstrap_counts(self._tree_seeds[t], X.shape[0], self._n_drawn)
+                      if self.bootstrap else np.ones(X.shape[0]))
+            if grown.tree.node_count != grown.node_start.shape[0]:
+                # Pruned tree: group the in-bag samples by their leaf in the pruned tree.
+                inbag = np.flatnonzero(counts * sample_weight > 0)
+                leaves = grown.tree.apply(X[inbag])
+                order = np.argsort(leaves, kind="stable")
+                grown.leaf_samples = inbag[order].astype(np.int32)
+                bounds = np.searchsorted(leaves[order], np.arange(grown.tree.node_count + 1))
+                grown.node_start, grown.node_end = bounds[:-1], bounds[1:]
+            blocks.append(grown.leaf_samples)
+            weights.append((counts * sample_weight)[grown.leaf_samples])
+            starts.append(grown.node_start)
+            ends.append(grown.node_end)
+        self._leaf_offset = np.zeros(len(blocks) + 1, dtype=np.int64)
+        np.cumsum([b.shape[0] for b in blocks], out=self._leaf_offset[1:])
+        self._leaf_samples = np.concatenate(blocks).astype(np.int32)
+        self._leaf_weights = np.concatenate(weights)
+        self._node_start = np.concatenate(starts).astype(np.int64)
+        self._node_end = np.concatenate(ends).astype(np.int64)
+
+    def _compute_oob(self, X, y, sample_weight):
+        y = self._y_train  # the trees' values include the centring offset again
+        sums, counts, curve = self._packed.out_of_bag(X, y, self._inbag_mask(X.shape[0]),
+                                                      False)
+        covered = oob_covered(counts, minimum=2)
+        prediction = np.full(X.shape[0], np.nan)
+        prediction[covered] = sums[covered, 0] / counts[covered]
+        self.oob_prediction_ = prediction
+        self.oob_score_ = r2_score(y[covered], prediction[covered])
+        self.oob_curve_ = curve
+
+    def predict(self, X, return_std=False):
+        """Mean of the trees' predictions; with ``return_std``, also their standard deviation.
+
+        The standard deviation is between trees (``np.std`` over the trees'
+        predictions, ddof=0): a measure of the forest's disagreement, not a predictive
+        interval (see :meth:`predict_quantiles` for those).
+        """
+        X = self._validated_X(X)
+        if not return_std:
+            return self._packed.predict(X, n_outputs=1)[:, 0]
+        per_tree = self._packed.tree_values(X)[:, :, 0]
+        return per_tree.mean(axis=1), per_tree.std(axis=1)
+
+    def predict_quantiles(self, X, quantiles=(0.1, 0.5, 0.9)):
+        """Conditional quantiles of y given X: quantile regression forests (Meinshausen 2006).
+
+        Each training sample gets, at x, the weight it has in x's leaf of each tree (its
+        bootstrap count times its sample weight, over the leaf's total), averaged over the
+        trees; the quantile of level q is the smallest training target whose cumulative
+        weight reaches q. Any quantiles can be asked for from one fitted forest.
+
+        Returns an array of shape (n_samples, n_quantiles).
+        """
+        quantiles = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
+        if quantiles.ndim != 1 or np.any(~np.isfinite(quantiles)) or np.any(
+                (quantiles < 0) | (quantiles > 1)):
+            raise ValueError(f"quantiles must be numbers in [0, 1]; got {quantiles.tolist()}.")
+        X = self._validated_X(X)
+        return self._packed.weighted_quantiles(
+            X, self._leaf_offset, self._node_start, self._node_end, self._leaf_samples,
+            self._leaf_weights, self._y_train, quantiles)
+
+
+_FOREST_PARAMETERS = """
+    n_estimators : int, default=100
+        Number of trees.
+    criterion : str
+        The trees' split criterion (see :class:`~silva.DecisionTreeClassifier` and
+        :class:`~silva.DecisionTreeRegressor`).
+    max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
+            max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features
+        The trees' parameters, with the same meaning; ``min_weight_fraction_leaf`` is a
+        fraction of each tree's (bootstrap-weighted) total weight.
+    max_features : int, float, "sqrt", "log2" or None
+        Features drawn at random as candidates at every node of every tree.
+    bootstrap : bool
+        Grow each tree on a bootstrap sample (drawn with replacement; the counts are
+        sample weights, so ``n_node_samples`` counts distinct samples) instead of on the
+        whole training set.
+    oob_score : bool, default=False
+        Estimate the generalisation score from the out-of-bag samples of each tree:
+        ``oob_score_`` (accuracy or R²), ``oob_decision_function_`` or
+        ``oob_prediction_``, and ``oob_curve_``.
+    n_jobs : int or None, default=None
+        Threads growing trees (-1: all cores). The result does not depend on it.
+    random_state : int, RandomState or None, default=None
+        Seeds the bootstrap samples and the trees' draws.
+    verbose : int, default=0
+        Report each finished tree on stderr.
+    warm_start : bool, default=False
+        Keep the fitted trees and add ``n_estimators - len(estimators_)`` new ones; the
+        forest is then the same as one fitted with all the trees at once.
+    max_samples : int, float or None, default=None
+        Size of each bootstrap sample (a float is a fraction of the training set).
+"""
+
+_FOREST_ATTRIBUTES = """
+    estimators_ : list of fitted trees
+        Their ``tree_`` arrays are views of one packed copy of all the nodes.
+    feature_importances_ : ndarray of shape (n_features,)
+        Mean of the trees' normalised impurity decreases.
+    oob_score_ : float
+    oob_curve_ : ndarray of shape (n_estimators,)
+        Out-of-bag error (classification: error rate; regression: mean squared error) of
+        the forest of the first ``t + 1`` trees, over the samples out of bag of at least
+        one of them: Breiman's plot of the error against the number of trees.
+    max_features_, n_features_in_, feature_names_in_
+"""
+
+
+class RandomForestClassifier(ForestClassifier):
+    __doc__ = f"""A random forest classifier (Breiman 2001) on silva's compiled engine.
+
+    Each tree is grown fully (by default) on a bootstrap sample with ``max_features``
+    candidate features drawn at every node; the forest predicts the mean of the trees'
+    class probabilities (soft vote).
+
+    Parameters
+    ----------
+    {_FOREST_PARAMETERS.strip()}
+    class_weight : dict, "balanced", "balanced_subsample" or None, default=None
+        Class weights; "balanced_subsample" computes the balanced weights on each tree's
+        bootstrap sample.
+
+    Attributes
+    ----------
+    classes_, n_classes_
+    {_FOREST_ATTRIBUTES.strip()}
+    oob_decision_function_ : ndarray of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from silva import RandomForestClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> forest = RandomForestClassifier(n_estimators=50, oob_score=True, random_state=0)
+    >>> forest.fit(X, y).oob_score_ > 0.9
+    True
+    """
+
+    def __init__(self, n_estimators=100, *, criterion="gini", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
+                 warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
+                 max_bins=255, categorical_features=None):
+        super().__init__(
+            n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=min_impurity_decrease,
+            bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose, warm_start=warm_start,
+            ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
+            categorical_features=categorical_features)
+        self.class_weight = class_weight
+
+
+class ExtraTreesClassifier(ForestClassifier):
+    __doc__ = f"""Extremely randomized trees (Geurts, Ernst & Wehenkel 2006) for classification.
+
+    Like :class:`RandomForestClassifier`, but each candidate feature gets one threshold
+    drawn uniformly between the node's smallest and largest value, and by default every
+    tree sees the whole training set (``bootstrap=False``).
+
+    Parameters
+    ----------
+    {_FOREST_PARAMETERS.strip()}
+    class_weight : dict, "balanced", "balanced_subsample" or None, default=None
+
+    Attributes
+    ----------
+    classes_, n_classes_
+    {_FOREST_ATTRIBUTES.strip()}
+    """
+
+    _splitter = "random"
+
+    def __init__(self, n_estimators=100, *, criterion="gini", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
+                 warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
+                 max_bins=255, categorical_features=None):
+        super().__init__(
+            n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=min_impurity_decrease,
+            bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose, warm_start=warm_start,
+            ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
+            categorical_features=categorical_features)
+        self.class_weight = class_weight
+
+
+class RandomForestRegressor(ForestRegressor):
+    __doc__ = f"""A random forest regressor (Breiman 2001) on silva's compiled engine.
+
+    Predicts the mean of the trees; ``predict(X, return_std=True)`` adds the trees'
+    standard deviation and :meth:`predict_quantiles` gives conditional quantiles
+    (quantile regression forests, Meinshausen 2006).
+
+    Parameters
+    ----------
+    {_FOREST_PARAMETERS.strip()}
+
+    Attributes
+    ----------
+    {_FOREST_ATTRIBUTES.strip()}
+    oob_prediction_ : ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_diabetes
+    >>> from silva import RandomForestRegressor
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> forest = RandomForestRegressor(n_estimators=50, random_state=0).fit(X, y)
+    >>> forest.predict_quantiles(X[:3], [0.1, 0.5, 0.9]).shape
+    (3, 3)
+    """
+
+    def __init__(self, n_estimators=100, *, criterion="squared_error", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
+                 warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
+                 categorical_features=None):
+        super().__init__(
+            n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=min_impurity_decrease,
+            bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose, warm_start=warm_start,
+            ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
+            categorical_features=categorical_features)
+
+
+class ExtraTreesRegressor(ForestRegressor):
+    __doc__ = f"""Extremely randomized trees (Geurts, Ernst & Wehenkel 2006) for regression.
+
+    Random thresholds, no bootstrap by default; ``return_std`` and
+    :meth:`predict_quantiles` as for :class:`RandomForestRegressor`.
+
+    Parameters
+    ----------
+    {_FOREST_PARAMETERS.strip()}
+
+    Attributes
+    ----------
+    {_FOREST_ATTRIBUTES.strip()}
+    oob_prediction_ : ndarray of shape (n_samples,)
+    """
+
+    _splitter = "random"
+
+    def __init__(self, n_estimators=100, *, criterion="squared_error", max_depth=None,
+                 min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
+                 max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
+                 bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
+                 warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
+                 categorical_features=None):
+        super().__init__(
+            n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
+            min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
+            min_weight_fraction_leaf=min_weight_fraction_leaf, max_features=max_features,
+            max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=min_impurity_decrease,
+            bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
+            random_state=random_state, verbose=verbose, warm_start=warm_start,
+            ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
+            categorical_features=categorical_features)
