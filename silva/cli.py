@@ -104,15 +104,79 @@ def _reg(**params):
     return lambda: DecisionTreeRegressor(random_state=RANDOM_STATE, **params)
 
 
+def _model(path, **params):
+    """A factory for ``module:Class`` (imported when the entry runs) with random_state."""
+    def make():
+        module_name, _, class_name = path.partition(":")
+        cls = getattr(importlib.import_module(module_name), class_name)
+        seeded = dict(params)
+        if "random_state" in cls._get_param_names():
+            seeded.setdefault("random_state", RANDOM_STATE)
+        return cls(**seeded)
+    return make
+
+
+def _members(task):
+    """Members for the voting and stacking demo entries: a tree, a forest, boosting."""
+    if task == "classification":
+        return [("tree", DecisionTreeClassifier(max_depth=5, random_state=RANDOM_STATE)),
+                ("rf", _model("silva.forest:RandomForestClassifier", n_estimators=50)()),
+                ("gbm", _model("silva.boosting:GradientBoostingClassifier")())]
+    return [("tree", DecisionTreeRegressor(max_depth=5, random_state=RANDOM_STATE)),
+            ("rf", _model("silva.forest:RandomForestRegressor", n_estimators=50)()),
+            ("gbm", _model("silva.boosting:GradientBoostingRegressor")())]
+
+
+def _ensemble(path, task, **params):
+    return lambda: _model(path, estimators=_members(task), **params)()
+
+
 DEMO_ENTRIES: list[DemoEntry] = [
     DemoEntry("breast_cancer", "DecisionTreeClassifier", _clf()),
     DemoEntry("breast_cancer", "DecisionTreeClassifier", _clf(max_depth=4)),
     DemoEntry("breast_cancer", "DecisionTreeClassifier", _clf(max_depth=4, criterion="entropy")),
+    DemoEntry("breast_cancer", "DecisionTreeClassifier", _clf(criterion="twoing",
+                                                               ccp_alpha="cv")),
+    DemoEntry("breast_cancer", "ID3Classifier", _model("silva.classic:ID3Classifier")),
+    DemoEntry("breast_cancer", "C45Classifier", _model("silva.classic:C45Classifier")),
+    DemoEntry("breast_cancer", "RandomForestClassifier",
+              _model("silva.forest:RandomForestClassifier", oob_score=True)),
+    DemoEntry("breast_cancer", "ExtraTreesClassifier",
+              _model("silva.forest:ExtraTreesClassifier")),
+    DemoEntry("breast_cancer", "BaggingClassifier",
+              _model("silva.bagging:BaggingClassifier", n_estimators=50)),
+    DemoEntry("breast_cancer", "GradientBoostingClassifier",
+              _model("silva.boosting:GradientBoostingClassifier")),
+    DemoEntry("breast_cancer", "AdaBoostClassifier",
+              _model("silva.adaboost:AdaBoostClassifier", n_estimators=100)),
+    DemoEntry("breast_cancer", "VotingClassifier",
+              _ensemble("silva.voting:VotingClassifier", "classification", voting="soft")),
+    DemoEntry("breast_cancer", "StackingClassifier",
+              _ensemble("silva.stacking:StackingClassifier", "classification")),
     DemoEntry("digits", "DecisionTreeClassifier", _clf()),
     DemoEntry("digits", "DecisionTreeClassifier", _clf(max_depth=8, criterion="entropy")),
+    DemoEntry("digits", "C45Classifier", _model("silva.classic:C45Classifier")),
+    DemoEntry("digits", "RandomForestClassifier", _model("silva.forest:RandomForestClassifier")),
+    DemoEntry("digits", "GradientBoostingClassifier",
+              _model("silva.boosting:GradientBoostingClassifier")),
+    DemoEntry("digits", "AdaBoostClassifier",
+              _model("silva.adaboost:AdaBoostClassifier", algorithm="samme",
+                     estimator=DecisionTreeClassifier(max_depth=3), n_estimators=100)),
     DemoEntry("diabetes", "DecisionTreeRegressor", _reg()),
     DemoEntry("diabetes", "DecisionTreeRegressor", _reg(max_depth=4)),
     DemoEntry("diabetes", "DecisionTreeRegressor", _reg(max_depth=4, min_samples_leaf=10)),
+    DemoEntry("diabetes", "RandomForestRegressor",
+              _model("silva.forest:RandomForestRegressor", min_samples_leaf=5)),
+    DemoEntry("diabetes", "ExtraTreesRegressor",
+              _model("silva.forest:ExtraTreesRegressor", min_samples_leaf=5)),
+    DemoEntry("diabetes", "BaggingRegressor", _model("silva.bagging:BaggingRegressor")),
+    DemoEntry("diabetes", "GradientBoostingRegressor",
+              _model("silva.boosting:GradientBoostingRegressor", learning_rate=0.05,
+                     max_depth=3)),
+    DemoEntry("diabetes", "AdaBoostRegressor",
+              _model("silva.adaboost:AdaBoostRegressor", n_estimators=50)),
+    DemoEntry("diabetes", "StackingRegressor",
+              _ensemble("silva.stacking:StackingRegressor", "regression")),
 ]
 
 # Index into the entries of the tree that is printed after the table (an unpruned tree,
@@ -145,15 +209,25 @@ def _same(a, b) -> bool:
         return False
 
 
+def _short_repr(key, value) -> str:
+    """A parameter value as the demo table shows it: member lists by their names."""
+    if key == "estimators" and isinstance(value, list | tuple):
+        return "[" + ", ".join(str(member[0]) for member in value) + "]"
+    if hasattr(value, "get_params"):
+        return type(value).__name__ + "(" + describe_params(value).replace("defaults", "") + ")"
+    return repr(value)
+
+
 def describe_params(estimator) -> str:
     """The parameters of ``estimator`` that differ from its defaults, as ``k=v`` pairs."""
+    import inspect
+
     params = estimator.get_params(deep=False)
-    try:
-        defaults = type(estimator)().get_params(deep=False)
-    except Exception:  # an estimator without a no-argument constructor
-        defaults = {}
+    defaults = {name: parameter.default
+                for name, parameter in inspect.signature(type(estimator)).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
     shown = [
-        f"{key}={value!r}"
+        f"{key}={_short_repr(key, value)}"
         for key, value in sorted(params.items())
         if key != "random_state" and not _same(defaults.get(key, _MISSING), value)
     ]
@@ -471,7 +545,7 @@ MODELS: dict[str, tuple[str | None, str | None]] = {
     "c45": ("silva.classic:C45Classifier", None),
     "rf": ("silva.forest:RandomForestClassifier", "silva.forest:RandomForestRegressor"),
     "et": ("silva.forest:ExtraTreesClassifier", "silva.forest:ExtraTreesRegressor"),
-    "bagging": ("silva.forest:BaggingClassifier", "silva.forest:BaggingRegressor"),
+    "bagging": ("silva.bagging:BaggingClassifier", "silva.bagging:BaggingRegressor"),
     "gbm": ("silva.boosting:GradientBoostingClassifier",
             "silva.boosting:GradientBoostingRegressor"),
     "ada": ("silva.adaboost:AdaBoostClassifier", "silva.adaboost:AdaBoostRegressor"),

@@ -497,3 +497,14 @@ def test_allow_pickle_is_needed_at_both_ends(data_dir, capsys, tmp_path, monkeyp
                              capsys)
     assert code == 0, err
     assert len(out.splitlines()) == 241
+
+
+def test_demo_covers_every_family():
+    names = {entry.name for entry in cli.DEMO_ENTRIES}
+    assert names >= {
+        "DecisionTreeClassifier", "DecisionTreeRegressor", "ID3Classifier", "C45Classifier",
+        "RandomForestClassifier", "RandomForestRegressor", "ExtraTreesClassifier",
+        "ExtraTreesRegressor", "BaggingClassifier", "BaggingRegressor",
+        "GradientBoostingClassifier", "GradientBoostingRegressor", "AdaBoostClassifier",
+        "AdaBoostRegressor", "VotingClassifier", "StackingClassifier", "StackingRegressor",
+    }  # fmt: skip
