@@ -33,6 +33,7 @@ from functools import partial
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
@@ -56,6 +57,25 @@ def _draw_count(value, total, name):
             raise ValueError(f"{name} as a fraction must be in (0, 1]; got {value}.")
         return max(1, int(value * total))
     raise TypeError(f"{name} must be an int or a float; got {value!r}.")
+
+
+def _one_dimensional_y(estimator, y, n_samples):
+    """y as a 1-d array of ``n_samples`` entries; a column vector is raveled with a warning.
+
+    The messages are scikit-learn's conventions (``check_requires_y_none``,
+    ``check_supervised_y_2d``), as the silva trees give them.
+    """
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
+                         "y is None.")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is used "
+                      "as y.ravel().", DataConversionWarning, stacklevel=3)
+        y = y.ravel()
+    if y.ndim != 1 or y.shape[0] != n_samples:
+        raise ValueError(f"y must have shape ({n_samples},); got {y.shape}.")
+    return y
 
 
 def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
@@ -320,11 +340,7 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
             raise ValueError(f"voting='soft' needs predict_proba, which "
                              f"{type(base).__name__} lacks; use voting='hard'.")
         X = self._prepare_X(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
+        y = _one_dimensional_y(self, y, X.shape[0])
         check_classification_targets(y)
         classes, y_encoded = np.unique(y, return_inverse=True)
         if self.warm_start and hasattr(self, "classes_") and not np.array_equal(
@@ -360,7 +376,9 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
 
     def predict(self, X):
         """The class of highest mean probability or most votes (the first of equals)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        # predict_proba first: it raises NotFittedError before classes_ is looked up.
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def _compute_oob(self, X, y):
         total = np.zeros((X.shape[0], self.n_classes_))
@@ -400,14 +418,11 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
     def fit(self, X, y, sample_weight=None):
         """Fit the members on random samples of (X, y)."""
         X = self._prepare_X(X, reset=True)
+        y = _one_dimensional_y(self, y, X.shape[0])
         try:
-            y = np.asarray(y, dtype=np.float64)
+            y = y.astype(np.float64)
         except (TypeError, ValueError) as error:
             raise ValueError(f"y must be numeric for regression: {error}") from None
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y.ravel()
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y must have shape ({X.shape[0]},); got {y.shape}.")
         if not np.all(np.isfinite(y)):
             bad = np.flatnonzero(~np.isfinite(y))[0]
             raise ValueError(f"y contains NaN or infinity (first at sample {bad}).")

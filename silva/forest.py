@@ -64,6 +64,7 @@ class BaseForest(PersistenceMixin, BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
     _splitter = "best"  # "random" for extra trees
+    _keeps_leaf_samples = False  # regressors keep them for predict_quantiles
     _tree_class = None
     # Input handling is the trees' own: the same categorical and data-frame support.
     _prepare_X = BaseDecisionTree._prepare_X
@@ -203,6 +204,9 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             grown_tree.tree.value += value_offset
             if self.ccp_alpha > 0.0:
                 grown_tree.tree = prune_tree(grown_tree.tree, self.ccp_alpha)
+            if not self._keeps_leaf_samples:
+                # Only quantile regression forests read the leaf samples; drop them early.
+                grown_tree.leaf_samples = grown_tree.node_start = grown_tree.node_end = None
             self._grown_trees.append(grown_tree)
             if callbacks and self._stop_requested(callbacks, n_existing, t):
                 grown_trees.close()
@@ -252,10 +256,15 @@ class BaseForest(PersistenceMixin, BaseEstimator):
 
     def _pack_trees(self):
         """One packed copy of the trees; the fitted sub-estimators view it."""
-        trees = [grown.tree for grown in self._grown_trees]
-        self._packed = PackedTrees(trees, tree_weight=np.full(len(trees), 1.0 / len(trees)))
+        trees = []
+        for grown in self._grown_trees:
+            trees.append(grown.tree)
+            grown.tree = None  # the packing releases each tree once copied
+        n_trees = len(trees)
+        self._packed = PackedTrees(trees, tree_weight=np.full(n_trees, 1.0 / n_trees),
+                                   release=True)
         self.estimators_ = []
-        for t in range(len(trees)):
+        for t in range(n_trees):
             view = self._packed.tree(t)
             self._grown_trees[t].tree = view
             self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
@@ -388,7 +397,9 @@ class ForestClassifier(ClassifierMixin, BaseForest):
 
     def predict(self, X):
         """Class of highest mean probability (the first of equals)."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        # predict_proba first: it raises NotFittedError before classes_ is looked up.
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]
 
     def _tree_votes(self, X, y):
         """Each tree's predicted class index (n_samples, n_trees) and y's class indices."""
@@ -454,6 +465,7 @@ class ForestRegressor(RegressorMixin, BaseForest):
     """Fit and prediction of the regression forests."""
 
     _tree_class = DecisionTreeRegressor
+    _keeps_leaf_samples = True
 
     def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
@@ -508,10 +520,18 @@ class ForestRegressor(RegressorMixin, BaseForest):
             ends.append(grown.node_end)
         self._leaf_offset = np.zeros(len(blocks) + 1, dtype=np.int64)
         np.cumsum([b.shape[0] for b in blocks], out=self._leaf_offset[1:])
-        self._leaf_samples = np.concatenate(blocks).astype(np.int32)
+        self._leaf_samples = np.concatenate(blocks).astype(np.int32, copy=False)
         self._leaf_weights = np.concatenate(weights)
-        self._node_start = np.concatenate(starts).astype(np.int64)
-        self._node_end = np.concatenate(ends).astype(np.int64)
+        self._node_start = np.concatenate(starts).astype(np.int64, copy=False)
+        self._node_end = np.concatenate(ends).astype(np.int64, copy=False)
+        del blocks, starts, ends
+        # Each tree keeps views of the concatenation (for warm starts), not its own copy.
+        node_offset = self._packed.node_offset
+        for t, grown in enumerate(self._grown_trees):
+            nodes = slice(node_offset[t], node_offset[t + 1])
+            grown.leaf_samples = self._leaf_samples[self._leaf_offset[t]:
+                                                    self._leaf_offset[t + 1]]
+            grown.node_start, grown.node_end = self._node_start[nodes], self._node_end[nodes]
 
     def _compute_oob(self, X, y, sample_weight):
         y = self._y_train  # the trees' values include the centring offset again

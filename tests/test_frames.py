@@ -254,8 +254,8 @@ ESTIMATORS = [
     ("silva.forest", "RandomForestRegressor", {"n_estimators": 3}),
     ("silva.forest", "ExtraTreesClassifier", {"n_estimators": 3}),
     ("silva.forest", "ExtraTreesRegressor", {"n_estimators": 3}),
-    ("silva.forest", "BaggingClassifier", {"n_estimators": 3}),
-    ("silva.forest", "BaggingRegressor", {"n_estimators": 3}),
+    ("silva.bagging", "BaggingClassifier", {"n_estimators": 3}),
+    ("silva.bagging", "BaggingRegressor", {"n_estimators": 3}),
     ("silva.boosting", "GradientBoostingClassifier", {"n_estimators": 3}),
     ("silva.boosting", "GradientBoostingRegressor", {"n_estimators": 3}),
     ("silva.adaboost", "AdaBoostClassifier", {"n_estimators": 3}),
@@ -264,10 +264,7 @@ ESTIMATORS = [
 
 
 def _estimator(module, name, params):
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        pytest.skip(f"{module}.{name} is not in this build")
+    cls = getattr(importlib.import_module(module), name)
     return cls(**params)
 
 

@@ -128,7 +128,6 @@ class Tree:
         self.n_node_samples = np.ascontiguousarray(n_node_samples, dtype=np.intp)
         self.weighted_n_node_samples = np.ascontiguousarray(weighted_n_node_samples,
                                                             dtype=np.float64)
-        self.node_depth = _node_depths(self.children_left, self.children_right)
 
     @classmethod
     def from_grower(cls, table, values, bitsets, n_features, n_classes, n_categories=None):
@@ -148,6 +147,16 @@ class Tree:
             weighted_n_node_samples=table[:, g.WEIGHTED_N],
             n_categories=n_categories,
         )
+
+    @property
+    def node_depth(self):
+        """Depth of each node (the root is 0), computed on first use: an ensemble's many
+        trees need it only for export and plots."""
+        depth = self.__dict__.get("_node_depth")
+        if depth is None:
+            depth = _node_depths(self.children_left, self.children_right)
+            self._node_depth = depth
+        return depth
 
     @property
     def node_count(self):
