@@ -12,7 +12,12 @@ categorical feature has one branch per value. Entropy is in bits throughout.
   gain, the one of largest gain ratio; binary thresholds on continuous features, one
   branch per value on categorical ones; unknown values as in C4.5 (gain on the known
   cases scaled by their fraction, fractional cases down every branch at fit, blended
-  class distributions at predict); pessimistic error-based pruning.
+  class distributions at predict); pessimistic error-based pruning, by subtree
+  replacement and (by default) subtree raising.
+
+Both can also stop early as CHAID does (Kass 1980): with ``min_significance < 1`` a node
+whose chosen split does not pass Pearson's chi-square test of independence of branch and
+class at that level becomes a leaf.
 
 Both work on pandas data frames of string columns directly: with the default
 ``categorical_features="auto"``, object, string, category and bool columns are
@@ -26,6 +31,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.special import betaincinv
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import check_classification_targets
@@ -126,6 +132,113 @@ class _TreeBuilder:
             bin_edges=bin_edges, n_bin_edges=n_bin_edges, value_names=value_names)
 
 
+class _SubtreeRaisingPruner:
+    """C4.5's pessimistic pruning with subtree raising (Quinlan 1993, sec. 4.2), in place
+    on a :class:`_TreeBuilder` and with the training cases.
+
+    Bottom-up, each inner node compares three predicted error counts (``N U_CF(E, N)``
+    summed over leaves): as a leaf, as its subtree, and as its largest branch (most
+    training weight) raised into its place, which then classifies all the node's cases.
+    It becomes a leaf if that is no more than either other plus 0.1; otherwise the
+    largest branch replaces it if that is no more than the subtree plus 0.1, and the
+    raised subtree is pruned again with the node's cases redistributed down it. The
+    class counts, case counts and unknown-value fractions of every node are recomputed
+    from the cases that reach it, so after raising they describe the final tree (a
+    raised test may also send cases down a branch that had none: it gets a leaf).
+    """
+
+    def __init__(self, builder, X, y, confidence, raising=True):
+        self.builder, self.X, self.y, self.confidence = builder, X, y, confidence
+        # Without raising this is subtree replacement, as mw.pessimistic_prune; the
+        # switch lets tests check the two agree.
+        self.raising = raising
+
+    def prune(self, weights):
+        samples = np.arange(self.X.shape[0], dtype=np.int64)
+        return self._errors(0, samples, weights, update=True)
+
+    def _counts(self, samples, weights):
+        return np.bincount(self.y[samples], weights=weights, minlength=self.builder.n_classes)
+
+    def _leaf_errors(self, counts):
+        """``N U_CF(E, N)`` as :func:`silva.engine.multiway.binomial_upper_limit`, for one
+        node (this is called once per node and per raising trial; the vectorised
+        function's array handling would cost more than the quantile)."""
+        n = float(counts.sum())
+        if n <= mw.EPSILON:
+            return 0.0
+        errors = n - float(counts.max())
+        if n - errors <= mw.EPSILON:
+            return n
+        return n * float(betaincinv(errors + 1.0, n - errors, 1.0 - self.confidence))
+
+    def _distribute(self, node, samples, weights):
+        """Cases of each branch, as at fit: a case with an unknown value goes down every
+        branch with the share of the known weight that took the branch."""
+        builder = self.builder
+        column = self.X[samples, builder.feature[node]]
+        missing = np.isnan(column)
+        n_branches = len(builder.branches[node])
+        if builder.kind[node] == mw.THRESHOLD:
+            branch = (column > builder.threshold[node]).astype(np.int64)
+        else:
+            branch = np.where(missing, 0, column).astype(np.int64)
+        known = np.bincount(branch[~missing], weights=weights[~missing],
+                            minlength=n_branches)
+        # The cases of a node are a superset of those it was grown on (raising only adds
+        # cases), so some value is known; the old fractions are a guard for safety.
+        fractions = (known / known.sum() if known.sum() > 0
+                     else np.asarray(builder.fractions[node], dtype=np.float64))
+        parts = []
+        for b in np.flatnonzero(fractions > 0):
+            chosen = ~missing & (branch == b)
+            parts.append((int(b), np.concatenate([samples[chosen], samples[missing]]),
+                          np.concatenate([weights[chosen], weights[missing] * fractions[b]])))
+        return fractions, parts
+
+    def _errors(self, node, samples, weights, update):
+        """Predicted errors of the subtree at ``node`` on these cases; with ``update``,
+        prune it (and record the cases' counts) on the way."""
+        builder = self.builder
+        counts = self._counts(samples, weights)
+        as_leaf = self._leaf_errors(counts)
+        if update:
+            builder.counts[node] = counts
+            builder.n_samples[node] = int(samples.shape[0])
+        if builder.kind[node] == mw.LEAF:
+            return as_leaf
+        fractions, parts = self._distribute(node, samples, weights)
+        if update:
+            builder.fractions[node] = list(fractions)
+        as_subtree = 0.0
+        for b, branch_samples, branch_weights in parts:
+            child = builder.branches[node][b]
+            if child < 0:  # a branch without training cases receives some
+                if not update:
+                    as_subtree += self._leaf_errors(self._counts(branch_samples,
+                                                                 branch_weights))
+                    continue
+                child = builder.add(np.zeros(builder.n_classes), 0)
+                builder.branches[node][b] = child
+            as_subtree += self._errors(child, branch_samples, branch_weights, update)
+        if not update:
+            return as_subtree
+        largest = max(parts, key=lambda part: part[2].sum())[0]
+        largest_child = builder.branches[node][largest]
+        as_raised = (self._errors(largest_child, samples, weights, update=False)
+                     if self.raising else np.inf)
+        if as_leaf <= as_raised + 0.1 and as_leaf <= as_subtree + 0.1:
+            builder.kind[node] = mw.LEAF
+            return as_leaf
+        if self.raising and as_raised <= as_subtree + 0.1:
+            for field in ("kind", "feature", "threshold", "branches", "fractions",
+                          "missing"):
+                getattr(builder, field)[node] = getattr(builder, field)[largest_child]
+            builder.branches[node] = list(builder.branches[node])
+            return self._errors(node, samples, weights, update=True)
+        return as_subtree
+
+
 class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
@@ -206,6 +319,26 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         self._has_missing_at_fit = bool(np.isnan(X).any())
         self.tree_ = self._grow(X, y_encoded.astype(np.int64), sample_weight)
         return self
+
+    # ---------------------------------------------------------- significance
+    def _check_min_significance(self):
+        _input.check_float(self.min_significance, "min_significance", 0.0, 1.0,
+                           low_inclusive=False)
+
+    def _split_p_value(self, branch, y, weights, n_branches):
+        """p-value of the chi-square test of a split (see the class notes): ``branch``,
+        ``y`` and ``weights`` per case; cases with a branch outside ``0 .. n_branches-1``
+        (C4.5's unknown values) are left out."""
+        table = mw.branch_class_table(branch, y, weights, n_branches, self.n_classes_)
+        return float(mw.contingency_chi2(table)[2])
+
+    def _insignificant(self, branch, y, weights, n_branches):
+        """Whether the chosen split fails the significance test, so the node stays a
+        leaf. A split that does not separate anything (df = 0, p-value 1) fails any
+        level below 1; at the default 1.0 no test is made, so growth is unchanged."""
+        if self.min_significance >= 1.0:
+            return False
+        return self._split_p_value(branch, y, weights, n_branches) > self.min_significance
 
     # -------------------------------------------------------------- predict
     def predict_proba(self, X):
@@ -324,8 +457,9 @@ class ID3Classifier(_MultiwayTreeClassifier):
     At each node ID3 tests the feature of largest information gain (entropy in bits),
     with one branch per value of the feature present at the node, and never tests a
     feature twice on one path. A node becomes a leaf when it is pure, when no feature is
-    left to test, when the best gain is zero, at ``max_depth``, or when it has fewer
-    than ``min_samples_split`` samples.
+    left to test, when the best gain is zero, at ``max_depth``, when it has fewer
+    than ``min_samples_split`` samples, or when the chosen split is not significant at
+    level ``min_significance`` (see the notes).
 
     Parameters
     ----------
@@ -344,6 +478,10 @@ class ID3Classifier(_MultiwayTreeClassifier):
     categorical_features : None, "auto", mask, indices or names, default="auto"
         Categorical features. "auto" picks a data frame's object, string, category and
         bool columns. In arrays, categorical values must be integer codes >= 0.
+    min_significance : float in (0, 1], default=1.0
+        CHAID-style stopping (Kass 1980): a node whose chosen split has a chi-square
+        p-value above this stays a leaf. 1.0 makes no test (plain ID3); 0.05 or 0.01
+        are usual levels.
 
     Attributes
     ----------
@@ -360,6 +498,24 @@ class ID3Classifier(_MultiwayTreeClassifier):
     classified by the majority class of that node (its class distribution, for
     ``predict_proba``).
 
+    Significance stopping follows CHAID (Kass 1980): once ID3 has chosen the test of
+    a node, the table of the weighted counts of its training cases per branch (the
+    missing-value branch included) and class gets Pearson's chi-square test of
+    independence, with ``(R' - 1)(K' - 1)`` degrees of freedom for ``R'`` non-empty
+    branches and ``K'`` classes present. If its p-value exceeds ``min_significance``
+    the node becomes a leaf. The test is made once per node, on the chosen test
+    only; unlike CHAID's, the p-value has no Bonferroni correction for the choice
+    among features (so it is optimistic) and categories are not merged. Weights
+    count as cases (a weight of 2 is two cases), so rescaling ``sample_weight``
+    changes the p-values; :meth:`split_report` gives each feature's ``p_value``.
+
+    References
+    ----------
+    Quinlan, J. R. (1986). Induction of decision trees. *Machine Learning* 1, 81-106.
+
+    Kass, G. V. (1980). An exploratory technique for investigating large quantities of
+    categorical data. *Applied Statistics* 29(2), 119-127.
+
     Examples
     --------
     >>> import pandas as pd
@@ -371,12 +527,13 @@ class ID3Classifier(_MultiwayTreeClassifier):
     """
 
     def __init__(self, *, max_depth=None, min_samples_split=2, n_bins=10, numeric="bins",
-                 categorical_features="auto"):
+                 categorical_features="auto", min_significance=1.0):
         self.max_depth = max_depth
         self.min_samples_split = min_samples_split
         self.n_bins = n_bins
         self.numeric = numeric
         self.categorical_features = categorical_features
+        self.min_significance = min_significance
 
     def _check_params(self):
         _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
@@ -385,6 +542,7 @@ class ID3Classifier(_MultiwayTreeClassifier):
         if self.n_bins > 255:
             raise ValueError(f"n_bins must be <= 255; got {self.n_bins}.")
         _input.check_option(self.numeric, "numeric", {"bins", "error"})
+        self._check_min_significance()
 
     def _grow(self, X, y, weights):
         n_samples, n_features = X.shape
@@ -419,6 +577,8 @@ class ID3Classifier(_MultiwayTreeClassifier):
             if not gains[f] > mw.EPSILON:
                 continue
             column = codes[f, samples].astype(np.int64)
+            if self._insignificant(column, y[samples], weights[samples], n_codes):
+                continue
             n_value_branches = int(binner.n_value_bins_[f])
             branches = [-1] * n_value_branches
             branch_weight = np.bincount(column, weights=weights[samples],
@@ -457,12 +617,15 @@ class ID3Classifier(_MultiwayTreeClassifier):
                               self.n_classes_, self._binner.missing_bin_ + 1, allowed)
                  if codes is not None else np.full(tree.n_features, -np.inf))
         rows = []
+        n_codes = self._binner.missing_bin_ + 1
         for j, name in enumerate(names):
             gain = float(gains[j]) if np.isfinite(gains[j]) else np.nan
             unit = "value" if self.is_categorical_[j] else "bin"
             split = f"one branch per {unit} of {name}" if allowed[j] else ""
+            p_value = (self._split_p_value(codes[j], y, w, n_codes)
+                       if allowed[j] and codes is not None else np.nan)
             rows.append({"_feature": j, "feature": name, "split": split, "score": gain,
-                         "criterion": "information_gain", "gain": gain})
+                         "criterion": "information_gain", "gain": gain, "p_value": p_value})
         return rows
 
 
@@ -477,7 +640,8 @@ class C45Classifier(_MultiwayTreeClassifier):
     at least two of its branches get ``min_samples_leaf`` or more training weight (for a
     threshold: both sides). A categorical feature is not tested again below a test on
     it. A node becomes a leaf when it is pure, when it weighs less than
-    ``2 * min_samples_leaf``, at ``max_depth``, or when no test has positive gain.
+    ``2 * min_samples_leaf``, at ``max_depth``, when no test has positive gain, or when
+    the chosen test is not significant at level ``min_significance`` (see the notes).
 
     Thresholds are real training values: the largest value of the feature in the whole
     training set that does not exceed the midpoint between the two node values the cut
@@ -497,8 +661,12 @@ class C45Classifier(_MultiwayTreeClassifier):
     leaf (``E`` the training weight it misclassifies out of ``N``, ``U_CF`` the upper
     limit of the binomial confidence interval at level ``confidence``), is no more than
     its subtree's predicted errors plus 0.1. ``U_CF`` is computed exactly (beta quantile)
-    where C4.5's program uses a normal approximation for ``E >= 1``; subtree raising is
-    not implemented.
+    where C4.5's program uses a normal approximation for ``E >= 1``. With
+    ``subtree_raising`` (C4.5's and Weka J48's default), a node may also be replaced by
+    its largest branch (most training weight), when that branch's predicted errors on
+    all the node's cases are no more than the subtree's plus 0.1 and the leaf's are
+    not lower still; the cases of the other branches are redistributed down the raised
+    subtree, which is then pruned again.
 
     Parameters
     ----------
@@ -512,6 +680,13 @@ class C45Classifier(_MultiwayTreeClassifier):
     categorical_features : None, "auto", mask, indices or names, default="auto"
         Categorical features. "auto" picks a data frame's object, string, category and
         bool columns. In arrays, categorical values must be integer codes >= 0.
+    min_significance : float in (0, 1], default=1.0
+        CHAID-style stopping (Kass 1980; not in C4.5): a node whose chosen test has a
+        chi-square p-value above this stays a leaf. 1.0 makes no test (plain C4.5).
+    subtree_raising : bool, default=True
+        Let pruning replace a node by its largest branch (Quinlan 1993, sec. 4.2), as
+        C4.5 and Weka's J48 do by default (J48's ``-S`` turns it off). False prunes by
+        subtree replacement only. Ignored when ``confidence=1.0``.
 
     Attributes
     ----------
@@ -525,6 +700,25 @@ class C45Classifier(_MultiwayTreeClassifier):
     no training case) is classified by that node's class distribution; C4.5 likewise
     labels an empty branch with its parent's majority class.
 
+    Significance stopping follows CHAID (Kass 1980): once C4.5 has chosen the test of
+    a node (one branch per category, or the binary threshold), the table of the
+    weights of the node's cases whose value of the tested feature is known, per branch
+    and class, gets Pearson's chi-square test of independence with ``(R' - 1)(K' - 1)``
+    degrees of freedom for ``R'`` non-empty branches and ``K'`` classes present; the
+    weights are the cases' (possibly fractional) weights at the node, counted as cases.
+    If the p-value exceeds ``min_significance`` the node becomes a leaf. The test is
+    made once per node, on the chosen test; it has no Bonferroni correction for the
+    choice among features and thresholds (a best threshold's p-value is optimistic),
+    and categories are not merged. Pruning still runs on the grown tree.
+    :meth:`split_report` gives each feature's ``p_value``.
+
+    References
+    ----------
+    Quinlan, J. R. (1993). *C4.5: Programs for Machine Learning*. Morgan Kaufmann.
+
+    Kass, G. V. (1980). An exploratory technique for investigating large quantities of
+    categorical data. *Applied Statistics* 29(2), 119-127.
+
     Examples
     --------
     >>> import pandas as pd
@@ -537,17 +731,23 @@ class C45Classifier(_MultiwayTreeClassifier):
     """
 
     def __init__(self, *, confidence=0.25, min_samples_leaf=2, max_depth=None,
-                 categorical_features="auto"):
+                 categorical_features="auto", min_significance=1.0, subtree_raising=True):
         self.confidence = confidence
         self.min_samples_leaf = min_samples_leaf
         self.max_depth = max_depth
         self.categorical_features = categorical_features
+        self.min_significance = min_significance
+        self.subtree_raising = subtree_raising
 
     def _check_params(self):
         _input.check_float(self.confidence, "confidence", 0.0, 1.0, low_inclusive=False)
         _input.check_float(self.min_samples_leaf, "min_samples_leaf", 0.0,
                            low_inclusive=False)
         _input.check_int(self.max_depth, "max_depth", 1, allow_none=True)
+        self._check_min_significance()
+        if not isinstance(self.subtree_raising, bool | np.bool_):
+            raise TypeError(f"subtree_raising must be True or False; got "
+                            f"{self.subtree_raising!r}.")
 
     def _feature_grid(self, X):
         """Sorted distinct training values of each continuous feature, +inf padded."""
@@ -620,6 +820,10 @@ class C45Classifier(_MultiwayTreeClassifier):
                 n_branches = 2
                 branch = (column > thresholds[f]).astype(np.int64)
                 kind, threshold = mw.THRESHOLD, thresholds[f]
+            # Unknown values take no branch in the test, as in the gain (coded -1).
+            if self._insignificant(np.where(missing, -1, branch), y[samples], node_weights,
+                                   n_branches):
+                continue
             known_weight = np.bincount(branch[~missing], weights=node_weights[~missing],
                                        minlength=n_branches)
             fractions = known_weight / known_weight.sum()
@@ -641,7 +845,9 @@ class C45Classifier(_MultiwayTreeClassifier):
             builder.set_split(node, kind, f, threshold, branches, fractions)
             stack.extend(reversed(pending))
         pruned = None
-        if self.confidence < 1.0:
+        if self.confidence < 1.0 and self.subtree_raising:
+            _SubtreeRaisingPruner(builder, X, y, self.confidence).prune(weights)
+        elif self.confidence < 1.0:
             kind, first, n_branches, child, missing_child = builder.arrays()
             counts = np.array(builder.counts).reshape(len(builder.counts), -1)
             n = counts.sum(axis=1)
@@ -672,13 +878,20 @@ class C45Classifier(_MultiwayTreeClassifier):
         for j, name in enumerate(names):
             row = {"_feature": j, "feature": name, "split": "", "score": np.nan,
                    "criterion": "gain_ratio", "gain": np.nan, "split_info": np.nan,
-                   "gain_ratio": np.nan, "eligible": False}
+                   "gain_ratio": np.nan, "eligible": False, "p_value": np.nan}
             if possible[j]:
                 ratio = gain[j] / info[j] if info[j] > mw.EPSILON else 0.0
                 row.update(gain=float(gain[j]), split_info=float(info[j]),
                            gain_ratio=float(ratio), score=float(ratio),
                            eligible=bool(gain[j] >= average - mw.EPSILON
                                          and info[j] > mw.EPSILON))
+                column = X[:, j]
+                if self.is_categorical_[j]:
+                    branch, n_branches = column, int(self._n_values_[j])
+                else:
+                    branch, n_branches = (column > thresholds[j]).astype(np.float64), 2
+                branch = np.where(np.isnan(column), -1, branch).astype(np.int64)
+                row["p_value"] = self._split_p_value(branch, y, w, n_branches)
                 row["split"] = (f"one branch per value of {name}"
                                 if self.is_categorical_[j]
                                 else f"{name} <= {thresholds[j]:.6g}")

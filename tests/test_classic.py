@@ -9,15 +9,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binom
+from scipy.stats import beta, binom, chi2_contingency
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier as SkTree
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from silva import classic
 from silva.classic import C45Classifier, ID3Classifier
 from silva.criteria import gain_ratio, information_gain, tree_generalization_bound
-from silva.engine.multiway import binomial_upper_limit
+from silva.engine.multiway import binomial_upper_limit, contingency_chi2
 from silva.export import export_text
 
 OUTLOOK = ("sunny sunny overcast rain rain rain overcast sunny sunny rain sunny overcast "
@@ -394,3 +395,279 @@ def test_c45_parallel_and_serial_feature_search_agree():
     for a, b in zip(serial, parallel, strict=True):
         assert np.array_equal(a, b)
     assert np.isfinite(serial[0]).all()
+
+
+# --------------------------------------------------------------------------------------
+# Significance stopping (min_significance, Kass 1980)
+# --------------------------------------------------------------------------------------
+
+
+def scipy_p_value(table):
+    """Reference: scipy's Pearson test on the table without its empty rows and columns."""
+    table = np.asarray(table, dtype=float)
+    table = table[table.sum(axis=1) > 0][:, table.sum(axis=0) > 0]
+    if min(table.shape) < 2:
+        return 1.0
+    return chi2_contingency(table, correction=False).pvalue
+
+
+@pytest.mark.parametrize("table", [
+    [[2, 3], [4, 0], [3, 2]],                 # play-tennis outlook
+    [[10, 2, 0], [3, 9, 1], [0, 0, 0], [4, 4, 12]],  # an empty branch
+    [[2, 0, 0], [5 / 13, 3, 0]],              # fractional weights, an absent class
+    [[40, 38], [41, 39]],                     # close to independence
+    [[200, 0], [0, 300]],                     # far from it: tiny p-value
+])
+def test_contingency_chi2_matches_scipy(table):
+    statistic, df, p_value = contingency_chi2(np.asarray(table, dtype=float))
+    full = np.asarray(table, dtype=float)
+    reduced = full[full.sum(axis=1) > 0][:, full.sum(axis=0) > 0]
+    reference = chi2_contingency(reduced, correction=False)
+    assert statistic == pytest.approx(reference.statistic, rel=1e-12)
+    assert df == reference.dof
+    assert p_value == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_contingency_chi2_without_anything_to_test():
+    for table in ([[3.0, 0.0], [5.0, 0.0]], [[0.0, 0.0], [2.0, 7.0]], [[0.0]]):
+        assert contingency_chi2(np.asarray(table)) == (0.0, 0, 1.0)
+
+
+def test_id3_tests_its_chosen_split_with_scipys_p_value():
+    # The root test (outlook) of the play-tennis tree: sunny 3 no / 2 yes, overcast 0 / 4,
+    # rain 2 / 3; chi-square 3.547 on 2 degrees of freedom.
+    table = pd.crosstab(pd.Series(OUTLOOK), pd.Series(PLAY)).to_numpy()
+    p_value = chi2_contingency(table, correction=False).pvalue
+    assert round(p_value, 3) == 0.170
+    report = ID3Classifier().fit(TENNIS, PLAY).split_report(TENNIS, PLAY).set_index("feature")
+    assert report.loc["outlook", "p_value"] == pytest.approx(p_value, rel=1e-9)
+    assert report.loc["wind", "p_value"] == pytest.approx(
+        scipy_p_value(pd.crosstab(pd.Series(WIND), pd.Series(PLAY))), rel=1e-9)
+    # The node splits exactly when that p-value is at most min_significance.
+    above = ID3Classifier(min_significance=p_value * (1 + 1e-6)).fit(TENNIS, PLAY)
+    below = ID3Classifier(min_significance=p_value * (1 - 1e-6)).fit(TENNIS, PLAY)
+    assert above.tree_.feature[0] == 0 and above.get_n_leaves() > 1
+    assert below.tree_.node_count == 1
+    assert below.predict_proba(TENNIS) == pytest.approx(np.tile([5 / 14, 9 / 14], (14, 1)))
+
+
+def test_c45_tests_only_the_known_cases_with_their_weights():
+    X, y = golf(unknown_outlook=True)
+    model = C45Classifier(confidence=1.0).fit(X, y)
+    known = X["outlook"].notna().to_numpy()
+    table = pd.crosstab(X["outlook"][known], y[known]).to_numpy()
+    report = model.split_report(X, y).set_index("feature")
+    assert report.loc["outlook", "p_value"] == pytest.approx(scipy_p_value(table), rel=1e-9)
+    # At the sunny node the unknown case (Play, humidity 90) weighs 5/13: humidity <= 75
+    # has 2 Play; humidity > 75 has 5/13 Play and 3 Don't Play.
+    sunny = int(model.tree_.branch_child[model.tree_.first_branch[0] + 2])
+    report = model.split_report(X, y, node=sunny).set_index("feature")
+    p_sunny = scipy_p_value([[0, 2], [3, 5 / 13]])
+    assert report.loc["humidity", "p_value"] == pytest.approx(p_sunny, rel=1e-9)
+    # The root's p-value (0.239) is the largest of the tree's three tests: just above
+    # it the whole tree grows, just below it the root stays a leaf.
+    p_root = scipy_p_value(table)
+    assert round(p_root, 3) == 0.239
+    whole = C45Classifier(confidence=1.0, min_significance=p_root * (1 + 1e-6)).fit(X, y)
+    assert whole.rules() == model.rules()
+    cut = C45Classifier(confidence=1.0, min_significance=p_root * (1 - 1e-6)).fit(X, y)
+    assert cut.rules() == ["if true then class = Play (14.0/5.0)"]
+
+
+def expected_cut(tree, X, y, level):
+    """Node features, in the tree's (depth-first) order, of ``tree`` with every node whose
+    test has a scipy p-value above ``level`` turned into a leaf: what growing with
+    ``min_significance=level`` must give when node decisions do not depend on each other
+    (ID3; C4.5 without pruning or unknown values)."""
+    features = []
+    stack = [0]
+    while stack:
+        node = stack.pop()
+        if tree.kind[node] < 0:
+            features.append(-2)
+            continue
+        reach = tree.node_weights(X, node) > 0
+        branch = tree.branch_of(node, X[reach, tree.feature[node]])
+        branch = np.where(branch == -1, tree.n_branches[node], branch)  # ID3's missing
+        table = np.zeros((tree.n_branches[node] + 1, int(y.max()) + 1))
+        np.add.at(table, (branch, y[reach]), 1.0)
+        if scipy_p_value(table) > level:
+            features.append(-2)
+            continue
+        features.append(int(tree.feature[node]))
+        stack.extend(reversed([child for _, child in tree.children(node)]))
+    return features
+
+
+@pytest.mark.parametrize("Model", [ID3Classifier, C45Classifier])
+def test_significance_cuts_the_full_tree_where_scipy_says(Model):
+    X, y = make_classification(n_samples=300, n_features=5, n_informative=3, n_classes=3,
+                               n_clusters_per_class=1, flip_y=0.15, random_state=2)
+    X[:, 4] = np.digitize(X[:, 4], [-0.5, 0.5])  # one categorical feature, codes 0..2
+    params = dict(n_bins=4) if Model is ID3Classifier else dict(confidence=1.0)
+    full = Model(categorical_features=[4], **params).fit(X, y)
+    for level in (0.2, 0.01, 1e-4):
+        model = Model(categorical_features=[4], min_significance=level, **params).fit(X, y)
+        expected = expected_cut(full.tree_, X, y, level)
+        assert model.tree_.feature.tolist() == expected
+        assert 1 < model.get_n_leaves() < full.get_n_leaves()
+
+
+@pytest.mark.parametrize("Model", [ID3Classifier, C45Classifier])
+def test_significance_stops_on_noise_but_not_on_signal(Model):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 300)
+    if Model is ID3Classifier:
+        noise = rng.integers(0, 3, size=(300, 6)).astype(float)
+        params = dict(categorical_features=list(range(6)))
+    else:
+        noise = rng.random((300, 6))
+        params = dict(confidence=1.0)
+    grown = Model(**params).fit(noise, y)
+    stopped = Model(min_significance=0.01, **params).fit(noise, y)
+    assert grown.get_n_leaves() > 50
+    assert stopped.get_n_leaves() <= grown.get_n_leaves() / 20
+    # Informative features (three of six) still give a deep, more accurate tree.
+    X, y = make_classification(n_samples=400, n_features=6, n_informative=3, flip_y=0.1,
+                               random_state=0)
+    if Model is ID3Classifier:
+        X = np.digitize(X, [-1.0, 0.0, 1.0]).astype(float)
+    X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+    grown = Model(**params).fit(X_train, y_train)
+    stopped = Model(min_significance=0.01, **params).fit(X_train, y_train)
+    assert stopped.get_depth() >= 3
+    assert stopped.get_n_leaves() < grown.get_n_leaves()
+    assert stopped.score(X_test, y_test) > grown.score(X_test, y_test)
+    assert stopped.score(X_test, y_test) > 0.8
+
+
+def test_c45_still_prunes_after_significance_stopping():
+    X, y = make_classification(n_samples=400, n_features=6, n_informative=3, flip_y=0.1,
+                               random_state=0)
+    stopped = C45Classifier(confidence=1.0, min_significance=0.01).fit(X, y)
+    pruned = C45Classifier(min_significance=0.01).fit(X, y)
+    assert pruned.get_n_leaves() < stopped.get_n_leaves()
+    assert pruned.get_depth() <= stopped.get_depth()
+    # Pruning only turns inner nodes of the stopped tree into leaves: the tested features
+    # of the pruned tree, depth first, are those of the stopped tree with subtrees left out.
+    kept = iter(stopped.tree_.feature.tolist())
+    assert all(f == -2 or f in kept for f in pruned.tree_.feature.tolist())
+
+
+def tree_arrays(model):
+    tree = model.tree_
+    return [tree.kind, tree.feature, tree.threshold, tree.n_branches, tree.branch_child,
+            tree.branch_fraction, tree.missing_child, tree.value, tree.n_node_samples]
+
+
+@pytest.mark.parametrize("Model", [ID3Classifier, C45Classifier])
+def test_min_significance_one_is_the_unchanged_tree(Model, monkeypatch):
+    X, y = golf(unknown_outlook=True)
+    rng = np.random.default_rng(3)
+    noise_X, noise_y = rng.random((200, 4)), rng.integers(0, 3, 200)
+    for data in [(X, y), (noise_X, noise_y)]:
+        default = Model().fit(*data)
+        # At 1.0 no test is even made, so no split can differ from the plain algorithm.
+        monkeypatch.setattr(classic.mw, "contingency_chi2", None)
+        explicit = Model(min_significance=1.0).fit(*data)
+        monkeypatch.undo()
+        for a, b in zip(tree_arrays(default), tree_arrays(explicit), strict=True):
+            assert np.array_equal(a, b)
+        assert default.get_params()["min_significance"] == 1.0
+
+
+@pytest.mark.parametrize("Model", [ID3Classifier, C45Classifier])
+def test_significance_counts_weights_as_cases(Model):
+    X, y = golf(unknown_outlook=True)
+    w = np.array([1, 2, 1, 3, 1, 1, 2, 1, 1, 1, 2, 1, 1, 1])
+    params = dict(n_bins=16, min_significance=0.1) if Model is ID3Classifier else dict(
+        confidence=1.0, min_significance=0.1)
+    weighted = Model(**params).fit(X, y, sample_weight=w)
+    repeated = Model(**params).fit(X.loc[X.index.repeat(w)], np.repeat(y, w))
+    assert weighted.rules() == repeated.rules()
+    assert weighted.get_n_leaves() < Model(**{**params, "min_significance": 1.0}).fit(
+        X, y, sample_weight=w).get_n_leaves()
+
+
+@pytest.mark.parametrize("Model", [ID3Classifier, C45Classifier])
+@pytest.mark.parametrize("value, error", [
+    (0, ValueError), (0.0, ValueError), (1.5, ValueError), (-0.1, ValueError),
+    (float("nan"), ValueError), ("x", TypeError), (None, TypeError), (True, TypeError),
+])
+def test_min_significance_is_validated(Model, value, error):
+    with pytest.raises(error, match="min_significance"):
+        Model(min_significance=value).fit(TENNIS, PLAY)
+
+
+# --------------------------------------------------------------------------------------
+# C4.5 subtree raising
+# --------------------------------------------------------------------------------------
+
+
+def noisy_three_classes(seed):
+    X, y = make_classification(n_samples=500, n_features=6, n_informative=3, n_classes=3,
+                               n_clusters_per_class=1, flip_y=0.2, random_state=seed)
+    if seed % 2:
+        X[np.random.default_rng(seed).random(X.shape) < 0.1] = np.nan
+    X[:, 5] = np.digitize(X[:, 5], [-0.5, 0.5])  # categorical, codes 0..2 (NaN stays NaN)
+    return X, y
+
+
+def pessimistic_errors(model, confidence=0.25):
+    """The tree's predicted errors, sum over leaves of ``N U_CF(E, N)``, with U_CF from
+    scipy's beta quantile (Quinlan 1993, sec. 4.2)."""
+    tree = model.tree_
+    leaf = tree.kind < 0
+    n = tree.weighted_n_node_samples[leaf]
+    errors = n * (1.0 - tree.value[leaf, 0].max(axis=1))
+    full = n - errors <= 1e-9
+    rate = np.ones_like(n)
+    rate[~full] = beta.ppf(1.0 - confidence, errors[~full] + 1.0, n[~full] - errors[~full])
+    return float(np.sum(n * rate))
+
+
+def test_subtree_raising_lowers_the_predicted_errors_and_can_shrink_the_tree():
+    shrunk = lowered = 0
+    for seed in range(6):
+        X, y = noisy_three_classes(seed)
+        replaced = C45Classifier(subtree_raising=False, categorical_features=[5]).fit(X, y)
+        raised = C45Classifier(categorical_features=[5]).fit(X, y)
+        # Raising is one more option at each node, taken when its predicted errors are no
+        # more than the subtree's plus C4.5's 0.1 margin: it may cost that margin at most.
+        assert pessimistic_errors(raised) <= pessimistic_errors(replaced) + 0.1
+        lowered += pessimistic_errors(raised) < pessimistic_errors(replaced) - 0.1
+        shrunk += raised.get_n_leaves() < replaced.get_n_leaves()
+    assert lowered >= 2 and shrunk >= 2
+
+
+def test_subtree_raising_redistributes_the_cases():
+    # After raising, each node's class counts are those of the training cases that reach
+    # it in the final tree (unknown values split by the stored branch fractions).
+    X, y = noisy_three_classes(5)
+    model = C45Classifier(categorical_features=[5]).fit(X, y)
+    assert model.get_n_leaves() < C45Classifier(
+        subtree_raising=False, categorical_features=[5]).fit(X, y).get_n_leaves()
+    tree = model.tree_
+    for node in range(tree.node_count):
+        reach = tree.node_weights(X, node)
+        counts = np.bincount(y, weights=reach, minlength=3)
+        assert counts == pytest.approx(tree.value[node, 0] * tree.weighted_n_node_samples[node])
+    assert tree.weighted_n_node_samples[tree.kind < 0].sum() == pytest.approx(500.0)
+
+
+def test_pruning_without_raising_is_the_compiled_replacement(monkeypatch):
+    # The Python pruner with raising switched off is C4.5's subtree replacement, as the
+    # compiled kernel that subtree_raising=False uses.
+    X, y = noisy_three_classes(1)
+    replaced = C45Classifier(subtree_raising=False, categorical_features=[5]).fit(X, y)
+    pruner = classic._SubtreeRaisingPruner
+    monkeypatch.setattr(classic, "_SubtreeRaisingPruner",
+                        lambda *args: pruner(*args, raising=False))
+    python = C45Classifier(categorical_features=[5]).fit(X, y)
+    for a, b in zip(tree_arrays(replaced), tree_arrays(python), strict=True):
+        assert a == pytest.approx(b)
+
+
+def test_subtree_raising_is_validated():
+    with pytest.raises(TypeError, match="subtree_raising"):
+        C45Classifier(subtree_raising="yes").fit(TENNIS, PLAY)

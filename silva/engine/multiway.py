@@ -12,7 +12,10 @@ representation, :class:`MultiwayTree`, and compiled kernels:
 - :func:`predict_proba_multiway` and :func:`apply_multiway`: prediction over the tree,
   where a missing value at a C4.5 node blends the class distributions of all branches by
   the fraction of the node's known training weight that took each branch;
-- :func:`pessimistic_prune`: C4.5's error-based pruning by subtree replacement.
+- :func:`pessimistic_prune`: C4.5's error-based pruning by subtree replacement;
+- :func:`branch_class_table` and :func:`contingency_chi2`: the branches x classes table
+  of a chosen split and its Pearson chi-square test of independence, for CHAID-style
+  significance stopping (Kass 1980).
 
 The growth loops (one Python iteration per node, calling the compiled node kernels) are
 in :mod:`silva.classic`; a node's whole split search is one compiled call.
@@ -46,6 +49,8 @@ A child always has a larger id than its parent.
 
 import numba as nb
 import numpy as np
+
+from silva.engine.significance import chi2_sf
 
 LEAF = -1
 CATEGORICAL = 0
@@ -435,6 +440,71 @@ def pessimistic_prune(kind, first_branch, n_branches, branch_child, missing_chil
         else:
             subtree[node] = total
     return pruned, subtree
+
+
+def branch_class_table(branch, y, weights, n_branches, n_classes):
+    """``(n_branches, n_classes)`` table of the weights of the cases per (branch, class).
+
+    ``branch`` holds each case's branch index; cases outside ``0 .. n_branches - 1``
+    (C4.5's unknown values, coded -1; categories without a branch) take no branch and
+    are left out.
+    """
+    branch = np.asarray(branch, dtype=np.int64)
+    takes = (branch >= 0) & (branch < n_branches)
+    cell = branch[takes] * n_classes + np.asarray(y, dtype=np.int64)[takes]
+    return np.bincount(cell, weights=np.asarray(weights, dtype=np.float64)[takes],
+                       minlength=n_branches * n_classes).reshape(n_branches, n_classes)
+
+
+@nb.njit(cache=True)
+def contingency_chi2(table):
+    """Pearson's chi-square test of independence of the rows and columns of ``table``.
+
+    ``table[r, k]`` is the (weighted) count of the cases of branch ``r`` and class ``k``.
+    Rows and columns whose total is zero are left out, so with ``R'`` non-empty branches
+    and ``K'`` classes present the statistic ``sum (O - E)**2 / E``, ``E`` the product of
+    the margins over the total, has ``(R' - 1)(K' - 1)`` degrees of freedom under
+    independence (Pearson 1900; Agresti 2002, sec. 3.2), and the p-value is the
+    chi-square survival function at the statistic. This is the test CHAID (Kass 1980)
+    makes of a split, here without its Bonferroni correction and without merging
+    categories; it equals ``scipy.stats.chi2_contingency(table, correction=False)``.
+
+    Returns
+    -------
+    statistic, df, p_value : float, int, float
+        ``p_value`` is 1.0 when ``df == 0`` (one branch or one class: nothing to test).
+    """
+    n_rows, n_columns = table.shape
+    row_total = np.zeros(n_rows)
+    column_total = np.zeros(n_columns)
+    for r in range(n_rows):
+        for k in range(n_columns):
+            row_total[r] += table[r, k]
+            column_total[k] += table[r, k]
+    total = 0.0
+    n_full_rows = 0
+    n_full_columns = 0
+    for r in range(n_rows):
+        total += row_total[r]
+        if row_total[r] > 0.0:
+            n_full_rows += 1
+    for k in range(n_columns):
+        if column_total[k] > 0.0:
+            n_full_columns += 1
+    df = (n_full_rows - 1) * (n_full_columns - 1)
+    if df <= 0 or total <= 0.0:
+        return 0.0, 0, 1.0
+    statistic = 0.0
+    for r in range(n_rows):
+        if row_total[r] <= 0.0:
+            continue
+        for k in range(n_columns):
+            if column_total[k] <= 0.0:
+                continue
+            expected = row_total[r] * column_total[k] / total
+            difference = table[r, k] - expected
+            statistic += difference * difference / expected
+    return statistic, df, chi2_sf(statistic, float(df))
 
 
 def binomial_upper_limit(errors, n, confidence):
