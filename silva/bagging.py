@@ -160,6 +160,16 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
         n_features_drawn = _draw_count(self.max_features, n_features, "max_features")
         return n_drawn, n_features_drawn
 
+    def _checked_estimator(self):
+        """The estimator to bag; a TypeError when ``estimator`` is not one (a count, say)."""
+        base = self._base_estimator()
+        if not (hasattr(base, "fit") and hasattr(base, "predict")
+                and hasattr(base, "get_params")):
+            raise TypeError("estimator must be a scikit-learn estimator (with fit, predict and "
+                            f"get_params) or None; got {base!r}. The number of members is "
+                            "n_estimators.")
+        return base
+
     def _prepare_X(self, X, reset):
         base = self._base_estimator()
         categorical = (self.categorical_features
@@ -335,7 +345,7 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
     def fit(self, X, y, sample_weight=None):
         """Fit the members on random samples of (X, y)."""
         _input.check_option(self.voting, "voting", {"soft", "hard"})
-        base = self._base_estimator()
+        base = self._checked_estimator()
         if self.voting == "soft" and not hasattr(base, "predict_proba"):
             raise ValueError(f"voting='soft' needs predict_proba, which "
                              f"{type(base).__name__} lacks; use voting='hard'.")
@@ -417,6 +427,7 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
 
     def fit(self, X, y, sample_weight=None):
         """Fit the members on random samples of (X, y)."""
+        self._checked_estimator()
         X = self._prepare_X(X, reset=True)
         y = _one_dimensional_y(self, y, X.shape[0])
         try:

@@ -1,0 +1,540 @@
+"""Random forests and extra trees (silva/forest.py).
+
+References: scikit-learn's forests (accuracy, out-of-bag score), direct numpy
+computations from the fitted trees (out-of-bag decision function and error curve,
+quantile regression forest weights, Breiman's margin, strength and correlation), and
+statistical properties on synthetic data (out-of-bag versus held-out score, interval
+coverage). The in-bag samples of tree ``t`` are regenerated from its seed
+(``estimators_[t].random_state``) as scikit-learn draws them, ``RandomState(seed).randint
+(0, n, n_drawn)``; :func:`test_inbag_regeneration_matches_the_trees` checks that this is
+what the trees were grown on.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import datasets, ensemble
+from sklearn.metrics import r2_score
+from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
+from sklearn.utils.estimator_checks import (
+    check_sample_weight_equivalence_on_dense_data,
+    parametrize_with_checks,
+)
+
+import silva
+from silva import (
+    ExtraTreesClassifier,
+    ExtraTreesRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from silva.callbacks import EarlyStopException
+
+FORESTS = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier,
+           ExtraTreesRegressor)
+CLASSIFIERS = (RandomForestClassifier, ExtraTreesClassifier)
+REGRESSORS = (RandomForestRegressor, ExtraTreesRegressor)
+
+
+# ------------------------------------------------------------------ scikit-learn checks
+def _expected_failed_checks(estimator):
+    if estimator.bootstrap:
+        # A bootstrap draws n rows uniformly: a row of weight 2 is drawn as often as any
+        # other row, while a repeated row is drawn twice as often, so the two fits are
+        # different random forests (scikit-learn marks its own forests the same way).
+        # test_sample_weight_equivalence_without_bootstrap checks the weights themselves.
+        return {"check_sample_weight_equivalence_on_dense_data":
+                "bootstrap draws rows uniformly, not in proportion to sample_weight"}
+    return {}
+
+
+@parametrize_with_checks([cls(n_estimators=5, random_state=0) for cls in FORESTS],
+                         expected_failed_checks=_expected_failed_checks)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, RandomForestRegressor])
+def test_sample_weight_equivalence_without_bootstrap(cls):
+    # Without the bootstrap, integer weights are the same as repeated rows.
+    check_sample_weight_equivalence_on_dense_data(
+        cls.__name__, cls(n_estimators=5, bootstrap=False, random_state=0))
+
+
+# --------------------------------------------------------------- accuracy vs scikit-learn
+# Tolerance: over random seeds the 5-fold mean accuracy of a 30-tree forest varies with a
+# standard deviation of about 0.005 on these datasets (R² on diabetes: about 0.01), for
+# scikit-learn's forests and silva's alike, so two independent forests differ by about
+# 0.007 (0.014) typically; 0.02 (0.03 for R²) is a bit over two standard deviations of
+# that difference, and well below what a broken split search or bootstrap costs.
+@pytest.mark.parametrize("dataset", ["breast_cancer", "digits", "iris", "wine", "diabetes"])
+@pytest.mark.parametrize("kind", ["RandomForest", "ExtraTrees"])
+def test_cross_validated_score_matches_sklearn(dataset, kind):
+    X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)
+    regression = dataset == "diabetes"
+    suffix = "Regressor" if regression else "Classifier"
+    cv = (KFold(5, shuffle=True, random_state=0) if regression
+          else StratifiedKFold(5, shuffle=True, random_state=0))
+    scores = [cross_val_score(getattr(library, kind + suffix)(n_estimators=30, random_state=0),
+                              X, y, cv=cv).mean() for library in (silva, ensemble)]
+    assert abs(scores[0] - scores[1]) <= (0.03 if regression else 0.02), scores
+
+
+# --------------------------------------------------------------------------- out of bag
+def _inbag_counts(forest, n_samples, n_drawn=None):
+    """(n_trees, n_samples) bootstrap counts regenerated from each tree's seed."""
+    n_drawn = n_samples if n_drawn is None else n_drawn
+    return np.array([np.bincount(np.random.RandomState(tree.random_state).randint(
+        0, n_samples, n_drawn), minlength=n_samples) for tree in forest.estimators_])
+
+
+@pytest.mark.parametrize("max_samples", [None, 0.5])
+def test_inbag_regeneration_matches_the_trees(max_samples):
+    X, y = datasets.make_classification(300, 5, random_state=0)
+    forest = RandomForestClassifier(6, max_samples=max_samples, random_state=0).fit(X, y)
+    n_drawn = 300 if max_samples is None else 150
+    counts = _inbag_counts(forest, 300, n_drawn)
+    for tree, count in zip(forest.estimators_, counts, strict=True):
+        # The root holds every distinct in-bag sample, weighted by its count.
+        assert tree.tree_.n_node_samples[0] == np.count_nonzero(count)
+        assert tree.tree_.weighted_n_node_samples[0] == pytest.approx(n_drawn)
+
+
+def _classification_split(seed=0):
+    # A test set twice the training set: its accuracy has a standard error of about
+    # 0.005, the out-of-bag estimate on 2000 rows about 0.007.
+    X, y = datasets.make_classification(6000, 10, n_informative=5, random_state=seed)
+    return X[:2000], y[:2000], X[2000:], y[2000:]
+
+
+def _regression_split(seed=0):
+    X, y = datasets.make_regression(6000, 10, n_informative=5, noise=10.0, random_state=seed)
+    return X[:2000], y[:2000], X[2000:], y[2000:]
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, RandomForestRegressor])
+def test_oob_score_estimates_held_out_score_and_matches_sklearn(cls):
+    classification = cls is RandomForestClassifier
+    X, y, X_test, y_test = (_classification_split() if classification
+                            else _regression_split())
+    forest = cls(60, oob_score=True, random_state=0).fit(X, y)
+    assert abs(forest.oob_score_ - forest.score(X_test, y_test)) <= 0.02
+    reference = getattr(ensemble, cls.__name__)(60, oob_score=True, random_state=0).fit(X, y)
+    assert abs(forest.oob_score_ - reference.oob_score_) <= 0.02
+
+
+def test_oob_decision_function_and_curve_match_direct_computation():
+    X, y = datasets.make_classification(200, 5, n_informative=3, n_classes=3,
+                                        random_state=1)
+    with pytest.warns(UserWarning, match="1 samples were drawn by every member"):
+        forest = RandomForestClassifier(15, oob_score=True, random_state=0).fit(X, y)
+    outside = _inbag_counts(forest, 200) == 0
+    sums = np.zeros((200, 3))
+    n_out = np.zeros(200)
+    curve = []
+    for t, tree in enumerate(forest.estimators_):
+        sums[outside[t]] += tree.predict_proba(X[outside[t]])
+        n_out += outside[t]
+        seen = n_out > 0
+        curve.append(np.mean(np.argmax(sums[seen], axis=1) != y[seen]))
+    # One row is in all 15 bootstraps: it has no out-of-bag prediction (NaN) and is left
+    # out of the score.
+    seen = n_out > 0
+    assert np.count_nonzero(~seen) == 1
+    assert np.isnan(forest.oob_decision_function_[~seen]).all()
+    np.testing.assert_allclose(forest.oob_decision_function_[seen],
+                               sums[seen] / n_out[seen, None])
+    np.testing.assert_allclose(forest.oob_decision_function_[seen].sum(axis=1), 1.0)
+    assert forest.oob_score_ == pytest.approx(
+        np.mean(np.argmax(sums[seen], axis=1) == y[seen]))
+    assert forest.oob_curve_.shape == (15,)
+    np.testing.assert_allclose(forest.oob_curve_, curve)
+    # The curve is the error rate, so its last value is 1 - oob_score_.
+    assert forest.oob_curve_[-1] == pytest.approx(1.0 - forest.oob_score_)
+
+
+def test_oob_prediction_and_curve_of_regressor():
+    X, y = datasets.make_regression(200, 5, noise=5.0, random_state=1)
+    with pytest.warns(UserWarning, match="no out-of-bag prediction"):
+        forest = RandomForestRegressor(25, oob_score=True, random_state=0).fit(X, y)
+    outside = _inbag_counts(forest, 200) == 0
+    covered = outside.any(axis=0)
+    assert np.count_nonzero(~covered) == 1  # row 28 is in all 25 bootstraps
+    per_tree = np.array([tree.predict(X) for tree in forest.estimators_])
+    expected = (per_tree * outside).sum(axis=0)[covered] / outside.sum(axis=0)[covered]
+    assert np.isnan(forest.oob_prediction_[~covered]).all()
+    np.testing.assert_allclose(forest.oob_prediction_[covered], expected)
+    assert forest.oob_score_ == pytest.approx(r2_score(y[covered], expected))
+    # The regression curve is the out-of-bag mean squared error of the first t + 1 trees.
+    curve = []
+    for t in range(1, 26):
+        n_out = outside[:t].sum(axis=0)
+        seen = n_out > 0
+        mean = (per_tree[:t] * outside[:t]).sum(axis=0)[seen] / n_out[seen]
+        curve.append(np.mean((mean - y[seen]) ** 2))
+    np.testing.assert_allclose(forest.oob_curve_, curve)
+
+
+def test_oob_attributes_removed_when_refitted_without_oob():
+    X, y = datasets.make_classification(100, 4, random_state=0)
+    forest = RandomForestClassifier(5, oob_score=True, random_state=0).fit(X, y)
+    assert hasattr(forest, "oob_score_")
+    forest.set_params(oob_score=False).fit(X, y)
+    assert not hasattr(forest, "oob_score_") and not hasattr(forest, "oob_curve_")
+
+
+# ------------------------------------------------------------------------ determinism
+def _tree_arrays(forest):
+    return [(e.tree_.children_left, e.tree_.feature, e.tree_.threshold, e.tree_.value)
+            for e in forest.estimators_]
+
+
+@pytest.mark.parametrize("cls", FORESTS)
+def test_same_forest_for_any_number_of_threads(cls):
+    # 5000 rows x 40 features: the serial fit also takes the parallel histogram path
+    # inside a tree (n_node * n_features >= 200_000), the threaded one never does.
+    X, y = datasets.make_classification(5000, 40, n_informative=6, random_state=0)
+    X[::13, 3] = np.nan
+    fits = [cls(4, max_depth=6, random_state=0, n_jobs=n_jobs).fit(X, y)
+            for n_jobs in (1, 2, -1)]
+    predict = "predict_proba" if cls in CLASSIFIERS else "predict"
+    reference = getattr(fits[0], predict)(X)
+    for other in fits[1:]:
+        np.testing.assert_array_equal(getattr(other, predict)(X), reference)
+        for mine, theirs in zip(_tree_arrays(fits[0]), _tree_arrays(other), strict=True):
+            for a, b in zip(mine, theirs, strict=True):
+                np.testing.assert_array_equal(a, b)
+    # A different seed gives a different forest (the comparison above can fail).
+    other_seed = cls(4, max_depth=6, random_state=1).fit(X, y)
+    assert not np.array_equal(getattr(other_seed, predict)(X), reference)
+
+
+# ------------------------------------------------------------------------- warm start
+@pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction:UserWarning")
+@pytest.mark.parametrize("cls", FORESTS)
+def test_warm_start_equals_one_fit(cls):
+    X, y = datasets.make_classification(200, 6, random_state=0)
+    forest = cls(5, warm_start=True, random_state=0, oob_score=True, bootstrap=True)
+    forest.fit(X, y)
+    first_trees = list(forest.estimators_)
+    forest.set_params(n_estimators=12).fit(X, y)
+    at_once = cls(12, random_state=0, oob_score=True, bootstrap=True).fit(X, y)
+    assert len(forest.estimators_) == 12
+    # The first five trees are kept, not regrown.
+    assert [e.random_state for e in forest.estimators_[:5]] == \
+        [e.random_state for e in first_trees]
+    for mine, theirs in zip(_tree_arrays(forest), _tree_arrays(at_once), strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            np.testing.assert_array_equal(a, b)
+    predict = "predict_proba" if cls in CLASSIFIERS else "predict"
+    np.testing.assert_array_equal(getattr(forest, predict)(X), getattr(at_once, predict)(X))
+    assert forest.oob_score_ == at_once.oob_score_
+    np.testing.assert_array_equal(forest.oob_curve_, at_once.oob_curve_)
+
+
+def test_warm_start_errors():
+    X, y = datasets.make_classification(100, 4, random_state=0)
+    forest = RandomForestClassifier(6, warm_start=True, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="n_estimators=3 must be at least the 6"):
+        forest.set_params(n_estimators=3).fit(X, y)
+    with pytest.raises(ValueError, match="same data"):
+        forest.set_params(n_estimators=8).fit(X[:80], y[:80])
+    with pytest.raises(ValueError, match="same classes"):
+        forest.set_params(n_estimators=8).fit(X, np.where(y == 1, 2, 0))
+
+
+# --------------------------------------------------------- quantile regression forests
+def _qrf_reference(forest, X_train, y_train, X, quantiles, sample_weight=None):
+    """Meinshausen (2006) weights from leaf ids and regenerated bootstrap counts."""
+    n = X_train.shape[0]
+    weight = np.ones(n) if sample_weight is None else sample_weight
+    counts = (_inbag_counts(forest, n) if forest.bootstrap
+              else np.ones((len(forest.estimators_), n)))
+    leaves_train, leaves = forest.apply(X_train), forest.apply(X)
+    order = np.argsort(y_train, kind="stable")
+    out = np.empty((X.shape[0], len(quantiles)))
+    for i in range(X.shape[0]):
+        w = np.zeros(n)
+        for t in range(leaves.shape[1]):
+            in_leaf = (leaves_train[:, t] == leaves[i, t]) * counts[t] * weight
+            w += in_leaf / in_leaf.sum()
+        w = w[order] / leaves.shape[1]
+        support = w > 0
+        cumulative = np.cumsum(w[support])
+        for k, q in enumerate(quantiles):
+            # The smallest y whose cumulative weight reaches q.
+            position = min(np.searchsorted(cumulative, q * (1 - 1e-12)), support.sum() - 1)
+            out[i, k] = y_train[order][support][position]
+    return out
+
+
+# Leaves of several samples, so that the weights within a leaf matter (a fully grown
+# tree has one distinct sample per leaf here).
+@pytest.mark.parametrize("cls, params", [
+    (RandomForestRegressor, {"min_samples_leaf": 5}),
+    (RandomForestRegressor, {"ccp_alpha": 20.0}),  # pruned trees regroup their leaves
+    (ExtraTreesRegressor, {"min_samples_leaf": 3}),
+])
+def test_quantiles_match_meinshausen_weights(cls, params):
+    X, y = datasets.make_regression(150, 3, noise=20.0, random_state=0)
+    weight = np.random.RandomState(0).uniform(0.5, 2.0, 150)
+    forest = cls(8, random_state=0, **params).fit(X, y, sample_weight=weight)
+    if "ccp_alpha" in params:
+        assert forest.estimators_[0].tree_.node_count < cls(8, random_state=0).fit(
+            X, y, sample_weight=weight).estimators_[0].tree_.node_count
+    quantiles = [0.0, 0.1, 0.5, 0.9, 1.0]
+    X_new = X[:40] + 0.3
+    np.testing.assert_array_equal(
+        forest.predict_quantiles(X_new, quantiles),
+        _qrf_reference(forest, X, y, X_new, quantiles, weight))
+
+
+@pytest.mark.parametrize("cls", REGRESSORS)
+def test_quantile_interval_coverage_on_heteroscedastic_data(cls):
+    # y = x + noise whose sd grows with x. Leaves of at least 20 samples: the quantiles of
+    # a leaf's targets underestimate the conditional spread when leaves are small (their
+    # splits were chosen to make them homogeneous in y), so that 90% intervals from leaves
+    # of 5 cover ~83% (silva's and the same weights on scikit-learn's trees alike).
+    rng = np.random.RandomState(0)
+    x = rng.uniform(0, 10, 4000)
+    y = x + rng.normal(0.0, 0.1 + 0.3 * x)
+    X = x[:, None]
+    forest = cls(30, min_samples_leaf=20, random_state=0).fit(X[:2000], y[:2000])
+    bounds = forest.predict_quantiles(X[2000:], [0.05, 0.95])
+    assert bounds.shape == (2000, 2)
+    covered = (y[2000:] >= bounds[:, 0]) & (y[2000:] <= bounds[:, 1])
+    assert 0.85 <= covered.mean() <= 0.95
+    # Heteroscedastic: intervals are wider where x is larger.
+    width = bounds[:, 1] - bounds[:, 0]
+    assert width[x[2000:] > 7].mean() > 2 * width[x[2000:] < 3].mean()
+
+
+def test_quantiles_monotone_and_shape_and_bad_levels():
+    X, y = datasets.make_regression(200, 4, noise=10.0, random_state=0)
+    forest = RandomForestRegressor(10, random_state=0).fit(X, y)
+    levels = np.linspace(0, 1, 11)
+    quantiles = forest.predict_quantiles(X[:30], levels)
+    assert quantiles.shape == (30, 11)
+    assert np.all(np.diff(quantiles, axis=1) >= 0)
+    assert forest.predict_quantiles(X[:5], 0.5).shape == (5, 1)
+    for bad in ([-0.1], [1.5], [np.nan], [[0.1, 0.2]]):
+        with pytest.raises(ValueError, match="quantiles"):
+            forest.predict_quantiles(X[:5], bad)
+
+
+# --------------------------------------------------------------- std, margin, strength
+@pytest.mark.parametrize("cls", REGRESSORS)
+def test_return_std_is_std_over_trees(cls):
+    X, y = datasets.make_regression(200, 4, noise=10.0, random_state=0)
+    forest = cls(12, random_state=0).fit(X, y)
+    X_new = X[:50] + 0.5  # off the training points, where the trees disagree
+    mean, std = forest.predict(X_new, return_std=True)
+    per_tree = np.array([tree.predict(X_new) for tree in forest.estimators_])
+    np.testing.assert_allclose(mean, per_tree.mean(axis=0))
+    np.testing.assert_allclose(std, np.std(per_tree, axis=0), rtol=1e-9, atol=1e-9)
+    assert std.min() > 1.0
+    np.testing.assert_allclose(mean, forest.predict(X_new))
+
+
+def test_margin_strength_correlation_from_hard_votes():
+    X, y = datasets.make_classification(300, 6, n_informative=4, n_classes=3,
+                                        random_state=0)
+    labels = np.array(["a", "b", "c"])[y]  # string labels: the votes are mapped to classes
+    forest = RandomForestClassifier(15, max_depth=3, random_state=0).fit(
+        X[:200], labels[:200])
+    X_test, y_test = X[200:], y[200:]
+    votes = np.array([tree.predict(X_test) for tree in forest.estimators_]).T
+    votes = np.searchsorted(forest.classes_, votes)  # label -> class index
+    shares = np.stack([(votes == k).mean(axis=1) for k in range(3)], axis=1)
+    n = len(y_test)
+    wrong = shares.copy()
+    wrong[np.arange(n), y_test] = -1.0
+    strongest_wrong = wrong.argmax(axis=1)
+    margin = shares[np.arange(n), y_test] - wrong.max(axis=1)
+    np.testing.assert_allclose(forest.margin(X_test, labels[200:]), margin)
+
+    result = forest.strength_correlation(X_test, labels[200:])
+    strength = margin.mean()
+    # Breiman (2001), sec. 2.2: rmg(θ) = I(h = y) − I(h = ĵ), sd(θ)² = p1 + p2 − (p1 − p2)².
+    p1 = (votes == y_test[:, None]).mean(axis=0)
+    p2 = (votes == strongest_wrong[:, None]).mean(axis=0)
+    correlation = margin.var() / np.sqrt(p1 + p2 - (p1 - p2) ** 2).mean() ** 2
+    assert result.strength == pytest.approx(strength)
+    assert result.correlation == pytest.approx(correlation)
+    assert strength > 0
+    assert result.bound == pytest.approx(correlation * (1 - strength**2) / strength**2)
+    # The bound is a bound: the forest's (hard-vote) error does not exceed it.
+    assert np.mean(margin <= 0) <= result.bound
+
+
+# ---------------------------------------------------------------- feature importances
+@pytest.mark.parametrize("cls", FORESTS)
+def test_feature_importances_sum_to_one_and_rank_informative_first(cls):
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(400, 5))
+    score = 2 * X[:, 0] + X[:, 1]
+    y = (score > 0).astype(int) if cls in CLASSIFIERS else score + 0.1 * rng.normal(size=400)
+    importances = cls(20, random_state=0).fit(X, y).feature_importances_
+    assert importances.shape == (5,)
+    assert importances.sum() == pytest.approx(1.0)
+    assert importances[0] > importances[1] > importances[2:].max()
+
+
+# ------------------------------------------------------ categorical and missing values
+def _categorical_frame(n=600, seed=0):
+    # The class is set by the category (8 of them, not ordered by their codes) and by
+    # whether x is missing; the numeric values carry no signal beyond that.
+    rng = np.random.RandomState(seed)
+    category = rng.randint(0, 8, n)
+    x = rng.normal(size=n)
+    missing = rng.uniform(size=n) < 0.3
+    x[missing] = np.nan
+    y = (np.isin(category, [1, 4, 6]) ^ missing).astype(int)
+    frame = pd.DataFrame({"c": pd.Categorical(np.array(list("pqrstuvw"))[category]),
+                          "x": x, "noise": rng.normal(size=n)})
+    return frame, y
+
+
+@pytest.mark.parametrize("cls", CLASSIFIERS)
+def test_categorical_and_missing_values(cls):
+    frame, y = _categorical_frame()
+    forest = cls(20, categorical_features="auto", random_state=0).fit(frame[:400], y[:400])
+    np.testing.assert_array_equal(forest.is_categorical_, [True, False, False])
+    assert forest.score(frame[400:], y[400:]) >= 0.97
+    importances = forest.feature_importances_
+    assert importances[2] < min(importances[0], importances[1])
+
+
+def test_regressor_with_categorical_and_missing_values():
+    frame, y = _categorical_frame()
+    target = 3.0 * y + np.random.RandomState(1).normal(0, 0.1, len(y))
+    forest = RandomForestRegressor(20, categorical_features="auto", random_state=0,
+                                   oob_score=True).fit(frame[:400], target[:400])
+    assert forest.score(frame[400:], target[400:]) > 0.95
+    assert forest.oob_score_ > 0.95
+
+
+# -------------------------------------------------------------------------- bad input
+def _small_data():
+    X, y = datasets.make_classification(40, 4, random_state=0)
+    return X, y
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"max_samples": 0}, "max_samples"),
+    ({"max_samples": 1.5}, "max_samples"),
+    ({"max_samples": -1}, "max_samples"),
+    ({"max_samples": 0.0}, "max_samples"),
+    ({"max_samples": "half"}, "max_samples"),
+    ({"max_samples": 0.5, "bootstrap": False}, "max_samples"),
+    ({"max_features": 0}, "max_features"),
+    ({"max_features": 1.5}, "max_features"),
+    ({"max_features": -1}, "max_features"),
+    ({"max_features": "all"}, "max_features"),
+    ({"oob_score": True, "bootstrap": False}, "oob_score"),
+    ({"n_estimators": 0}, "n_estimators"),
+    ({"n_estimators": 2.5}, "n_estimators"),
+    ({"ccp_alpha": "cv"}, "ccp_alpha"),
+    ({"bootstrap": "yes"}, "bootstrap"),
+    ({"n_jobs": 0}, "n_jobs"),
+    ({"criterion": "nope"}, "criterion"),
+])
+@pytest.mark.parametrize("cls", [RandomForestClassifier, ExtraTreesRegressor])
+def test_bad_parameters(cls, params, message):
+    X, y = _small_data()
+    with pytest.raises((ValueError, TypeError), match=message):
+        cls(3, **params).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, n_samples", [
+    (RandomForestClassifier, 1), (RandomForestRegressor, 1), (RandomForestRegressor, 2)])
+def test_too_few_samples_for_oob(cls, n_samples):
+    # One sample is in every bootstrap. Of two samples one tree leaves at most one out,
+    # and an out-of-bag R² needs two.
+    X = np.arange(n_samples, dtype=float)[:, None]
+    y = np.arange(n_samples)
+    with pytest.raises(ValueError, match="oob_score=True: only [01] of"):
+        cls(1, oob_score=True, random_state=0).fit(X, y)
+
+
+def test_bad_targets_and_shapes():
+    X, y = _small_data()
+    for bad in (np.nan, np.inf):
+        y_bad = y.astype(float)
+        y_bad[3] = bad
+        with pytest.raises(ValueError, match="y contains NaN or infinity"):
+            RandomForestRegressor(3).fit(X, y_bad)
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            RandomForestClassifier(3).fit(X, y_bad)
+    with pytest.raises(ValueError, match="X has 40 samples but y has 39"):
+        RandomForestClassifier(3).fit(X, y[:-1])
+    with pytest.raises(ValueError, match="one-dimensional"):
+        RandomForestRegressor(3).fit(X, np.c_[y, y])
+    forest = RandomForestClassifier(3, random_state=0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        forest.predict(X[:, :3])
+    with pytest.raises(ValueError, match="infinity|inf"):
+        RandomForestClassifier(3).fit(np.where(X > 1, np.inf, X), y)
+
+
+# -------------------------------------------------------------------------- callbacks
+@pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction:UserWarning")
+@pytest.mark.parametrize("cls", [RandomForestClassifier, ExtraTreesRegressor])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_callbacks_see_trees_in_order_and_can_stop(cls, n_jobs):
+    X, y = datasets.make_classification(200, 5, random_state=0)
+    seen = []
+
+    def record(env):
+        seen.append((env.iteration, env.begin_iteration, env.end_iteration))
+
+    forest = cls(7, random_state=0, n_jobs=n_jobs).fit(X, y, callbacks=[record])
+    assert seen == [(t, 0, 7) for t in range(7)]
+    assert len(forest.estimators_) == 7
+
+    def stop_after_four(env):
+        if env.iteration == 3:
+            raise EarlyStopException(env.iteration)
+
+    stopped = cls(7, random_state=0, n_jobs=n_jobs, oob_score=True, bootstrap=True).fit(
+        X, y, callbacks=[stop_after_four])
+    assert len(stopped.estimators_) == 4
+    assert stopped.oob_curve_.shape == (4,)
+    # The four trees are the first four of the full forest.
+    full = cls(7, random_state=0, bootstrap=True).fit(X, y)
+    for mine, theirs in zip(_tree_arrays(stopped), _tree_arrays(full)[:4], strict=True):
+        np.testing.assert_array_equal(mine[2], theirs[2])
+    predict = "predict_proba" if cls in CLASSIFIERS else "predict"
+    per_tree = [getattr(tree, predict)(X) for tree in full.estimators_[:4]]
+    np.testing.assert_allclose(getattr(stopped, predict)(X), np.mean(per_tree, axis=0))
+
+
+def test_callbacks_continue_counting_after_warm_start():
+    X, y = datasets.make_classification(100, 4, random_state=0)
+    seen = []
+    forest = RandomForestClassifier(3, warm_start=True, random_state=0)
+    forest.fit(X, y, callbacks=[lambda env: seen.append(env.iteration)])
+    forest.set_params(n_estimators=5).fit(
+        X, y, callbacks=[lambda env: seen.append((env.iteration, env.begin_iteration))])
+    assert seen == [0, 1, 2, (3, 3), (4, 3)]
+
+
+# ------------------------------------------------------------------------ persistence
+@pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction:UserWarning")
+@pytest.mark.parametrize("cls", FORESTS)
+def test_save_and_load(cls, tmp_path):
+    frame, y = _categorical_frame(200)
+    target = y if cls in CLASSIFIERS else y + frame["noise"].to_numpy()
+    forest = cls(6, categorical_features="auto", random_state=0, oob_score=True,
+                 bootstrap=True).fit(frame, target)
+    path = tmp_path / "forest.silva"
+    forest.save(path)
+    loaded = silva.load(path)
+    assert type(loaded) is cls
+    predict = "predict_proba" if cls in CLASSIFIERS else "predict"
+    np.testing.assert_array_equal(getattr(loaded, predict)(frame), getattr(forest, predict)(frame))
+    np.testing.assert_array_equal(loaded.apply(frame), forest.apply(frame))
+    assert loaded.oob_score_ == forest.oob_score_
+    if cls in REGRESSORS:
+        np.testing.assert_array_equal(loaded.predict_quantiles(frame, [0.2, 0.8]),
+                                      forest.predict_quantiles(frame, [0.2, 0.8]))
