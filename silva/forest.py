@@ -178,6 +178,7 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             histogram_min_samples=self._histogram_min_samples(criterion_code, n_samples,
                                                               n_features),
             parallel_min_work=PARALLEL_MIN_WORK,
+            min_significance=self._min_significance(),
         )
         fraction = float(self.min_weight_fraction_leaf)
 
@@ -223,6 +224,13 @@ class BaseForest(PersistenceMixin, BaseEstimator):
                          "oob_prediction_"):
                 self.__dict__.pop(name, None)
         return self
+
+    def _min_significance(self):
+        """The trees' significance level (1.0: no test); classifiers only."""
+        level = getattr(self, "min_significance", None)
+        if level is None:
+            return 1.0
+        return _input.check_float(level, "min_significance", 0.0, 1.0, low_inclusive=False)
 
     def _histogram_min_samples(self, criterion_code, n_samples, n_features):
         """Node size from which the trees build full histograms (see the grower).
@@ -357,6 +365,7 @@ class ForestClassifier(ClassifierMixin, BaseForest):
     """Fit and prediction of the classification forests."""
 
     _tree_class = DecisionTreeClassifier
+    _TREE_PARAMS = (*BaseForest._TREE_PARAMS, "min_significance")
 
     def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on (X, y); NaN in X means missing.
@@ -652,6 +661,9 @@ class RandomForestClassifier(ForestClassifier):
     class_weight : dict, "balanced", "balanced_subsample" or None, default=None
         Class weights; "balanced_subsample" computes the balanced weights on each tree's
         bootstrap sample.
+    min_significance : float in (0, 1] or None, default=None
+        The trees' CHAID-style significance stopping (see
+        :class:`~silva.DecisionTreeClassifier`); None: off.
 
     Attributes
     ----------
@@ -674,7 +686,7 @@ class RandomForestClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None):
+                 max_bins=255, categorical_features=None, min_significance=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -685,6 +697,7 @@ class RandomForestClassifier(ForestClassifier):
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
             categorical_features=categorical_features)
         self.class_weight = class_weight
+        self.min_significance = min_significance
 
 
 class ExtraTreesClassifier(ForestClassifier):
@@ -698,6 +711,8 @@ class ExtraTreesClassifier(ForestClassifier):
     ----------
     {_FOREST_PARAMETERS.strip()}
     class_weight : dict, "balanced", "balanced_subsample" or None, default=None
+    min_significance : float in (0, 1] or None, default=None
+        The trees' significance stopping, as in :class:`RandomForestClassifier`.
 
     Attributes
     ----------
@@ -712,7 +727,7 @@ class ExtraTreesClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None):
+                 max_bins=255, categorical_features=None, min_significance=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -723,6 +738,7 @@ class ExtraTreesClassifier(ForestClassifier):
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
             categorical_features=categorical_features)
         self.class_weight = class_weight
+        self.min_significance = min_significance
 
 
 class RandomForestRegressor(ForestRegressor):

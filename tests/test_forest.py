@@ -538,3 +538,22 @@ def test_save_and_load(cls, tmp_path):
     if cls in REGRESSORS:
         np.testing.assert_array_equal(loaded.predict_quantiles(frame, [0.2, 0.8]),
                                       forest.predict_quantiles(frame, [0.2, 0.8]))
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, ExtraTreesClassifier])
+def test_min_significance_reaches_the_trees(cls):
+    rng = np.random.RandomState(0)
+    X = rng.rand(400, 5)
+    noise = rng.randint(0, 2, 400)  # labels independent of X
+    full = cls(n_estimators=5, random_state=0).fit(X, noise)
+    stopped = cls(n_estimators=5, random_state=0, min_significance=0.01).fit(X, noise)
+    # On noise almost no split is significant at 1%: the trees collapse.
+    assert sum(e.tree_.node_count for e in stopped.estimators_) < 0.1 * sum(
+        e.tree_.node_count for e in full.estimators_)
+    # A real signal is still split on, and the forest learns it.
+    signal = (X[:, 0] > 0.5).astype(int)
+    forest = cls(n_estimators=5, random_state=0, min_significance=0.01).fit(X, signal)
+    assert all(e.tree_.node_count >= 3 for e in forest.estimators_)
+    assert forest.score(X, signal) > 0.95
+    with pytest.raises(ValueError, match="min_significance"):
+        cls(min_significance=1.5).fit(X, signal)
