@@ -52,7 +52,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
-from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
+from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
@@ -152,12 +152,13 @@ class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
         return validate_data(self, X, reset=False, dtype=np.float64,
                              ensure_all_finite="allow-nan" if allow_nan else True)
 
-    def _fit_learner(self, X, y, weights, rng):
+    def _fit_learner(self, X, y, weights, rng, round_bins):
         """Clone the base learner, seed it, and fit it to the weighted sample.
 
         ``weights`` is a :class:`BoostingWeights`. Every round draws a seed, and resampling rounds a
         bootstrap, from ``rng`` in a fixed order, so a fit is reproducible from
-        ``random_state``.
+        ``random_state``. ``round_bins`` is a dict kept for one ensemble fit, where silva
+        trees keep the bin codes of X between rounds.
         """
         learner = clone(self._base_estimator())
         seed = int(rng.randint(_SEED_HIGH))
@@ -171,6 +172,13 @@ class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
             n_samples = X.shape[0]
             drawn = rng.choice(n_samples, size=n_samples, replace=True, p=weights.normalised)
             learner.fit(X[drawn], y[drawn])
+        elif isinstance(learner, BaseDecisionTree):
+            # Every round bins the same X: a silva tree reuses the first round's codes.
+            learner._bin_cache = round_bins
+            try:
+                learner.fit(X, y, sample_weight=weights.for_learner())
+            finally:
+                del learner._bin_cache
         else:
             learner.fit(X, y, sample_weight=weights.for_learner())
         return learner
@@ -297,10 +305,11 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
                              f"{type(self._base_estimator()).__name__} has none.")
 
         rng = check_random_state(self.random_state)
+        round_bins = {}
         boosting = BoostingWeights(sample_weight)
         estimators, betas, errors, normalisers = [], [], [], []
         for _ in range(self.n_estimators):
-            learner = self._fit_learner(X, y_code, boosting, rng)
+            learner = self._fit_learner(X, y_code, boosting, rng, round_bins)
             weights = boosting.normalised
             if algorithm == "real":
                 proba = self._learner_proba(learner, X)
@@ -556,11 +565,12 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight, y_numeric=True)
         y = y.astype(np.float64)
         rng = check_random_state(self.random_state)
+        round_bins = {}
         boosting = BoostingWeights(sample_weight)
         positive = boosting.positive
         estimators, betas, errors = [], [], []
         for _ in range(self.n_estimators):
-            learner = self._fit_learner(X, y, boosting, rng)
+            learner = self._fit_learner(X, y, boosting, rng, round_bins)
             weights = boosting.normalised
             absolute = np.abs(np.asarray(learner.predict(X), dtype=np.float64).ravel() - y)
             largest = float(absolute[positive].max())

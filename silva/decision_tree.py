@@ -195,8 +195,7 @@ class BaseDecisionTree(BaseEstimator):
         """Bin X and grow the unpruned tree on it in one compiled call."""
         n_samples, n_features = X.shape
         rules = self._check_params(n_samples, sample_weight.sum())
-        binner = Binner(self.max_bins, self.is_categorical_)
-        bin_codes = binner.fit_transform(X)
+        binner, bin_codes, codes_by_sample = self._binned(X)
         stats = criteria.build_statistics(criterion_code, y, sample_weight, n_classes)
         seed = seed_from_random_state(check_random_state(self.random_state))
         n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
@@ -208,7 +207,7 @@ class BaseDecisionTree(BaseEstimator):
                                  else HISTOGRAM_MIN_SAMPLES)
 
         table, values, bitsets = grow_tree(
-            bin_codes, np.ascontiguousarray(bin_codes.T), stats,
+            bin_codes, codes_by_sample, stats,
             np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
             binner.n_value_bins_,
             self.is_categorical_.astype(np.uint8), binner.missing_bin_,
@@ -222,6 +221,24 @@ class BaseDecisionTree(BaseEstimator):
         )
         n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
         return Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
+
+    def _binned(self, X):
+        """``(binner, bin_codes, codes_by_sample)`` of X.
+
+        An ensemble that fits many trees on the same X (AdaBoost's rounds) lends a dict
+        as ``self._bin_cache`` for the length of one fit; binning depends on X alone (not
+        on the weights), so the codes computed for the first tree serve the others.
+        """
+        cache = getattr(self, "_bin_cache", None)
+        key = (self.max_bins, self.is_categorical_.tobytes())
+        if cache is not None and cache.get("X") is X and cache.get("key") == key:
+            return cache["binned"]
+        binner = Binner(self.max_bins, self.is_categorical_)
+        bin_codes = binner.fit_transform(X)
+        binned = (binner, bin_codes, np.ascontiguousarray(bin_codes.T))
+        if cache is not None:
+            cache.update(X=X, key=key, binned=binned)
+        return binned
 
     def _held_out_split(self, y, classification):
         """Indices ``(growing, held_out)``: a random ``validation_fraction`` of the

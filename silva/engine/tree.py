@@ -50,18 +50,41 @@ def _child(x_row, node, children_left, children_right, feature, threshold, missi
     return children_right[node]
 
 
+# Below this many rows a tree is walked on the calling thread: waking the parallel
+# workers costs more than the walk (milliseconds on a busy machine, for AdaBoost's and
+# bagging's per-round predictions on a few hundred rows).
+PARALLEL_MIN_ROWS = 4096
+
+
+@nb.njit(cache=True, inline="always")
+def _leaf_of_row(x_row, children_left, children_right, feature, threshold, missing_go_left,
+                 is_categorical, bitsets):
+    node = 0
+    while children_left[node] != -1:
+        node = _child(x_row, node, children_left, children_right, feature, threshold,
+                      missing_go_left, is_categorical, bitsets)
+    return node
+
+
 @nb.njit(cache=True, parallel=True)
 def apply_tree(X, children_left, children_right, feature, threshold, missing_go_left,
                is_categorical, bitsets):
-    """Leaf id reached by each row of X."""
-    n_rows = X.shape[0]
-    leaves = np.empty(n_rows, dtype=np.int64)
-    for i in nb.prange(n_rows):
-        node = 0
-        while children_left[node] != -1:
-            node = _child(X[i], node, children_left, children_right, feature, threshold,
-                          missing_go_left, is_categorical, bitsets)
-        leaves[i] = node
+    """Leaf id reached by each row of X (parallel over rows)."""
+    leaves = np.empty(X.shape[0], dtype=np.int64)
+    for i in nb.prange(X.shape[0]):
+        leaves[i] = _leaf_of_row(X[i], children_left, children_right, feature, threshold,
+                                 missing_go_left, is_categorical, bitsets)
+    return leaves
+
+
+@nb.njit(cache=True)
+def apply_tree_serial(X, children_left, children_right, feature, threshold, missing_go_left,
+                      is_categorical, bitsets):
+    """:func:`apply_tree` on the calling thread, for a few rows."""
+    leaves = np.empty(X.shape[0], dtype=np.int64)
+    for i in range(X.shape[0]):
+        leaves[i] = _leaf_of_row(X[i], children_left, children_right, feature, threshold,
+                                 missing_go_left, is_categorical, bitsets)
     return leaves
 
 
@@ -192,7 +215,8 @@ class Tree:
 
     def apply(self, X):
         """Leaf id of each row of X (float64, validated)."""
-        return apply_tree(X, *self._kernel_arrays())
+        kernel = apply_tree if X.shape[0] >= PARALLEL_MIN_ROWS else apply_tree_serial
+        return kernel(X, *self._kernel_arrays())
 
     def predict(self, X):
         """The ``value`` of each row's leaf, shape (n_rows, 1, n_values)."""
