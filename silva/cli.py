@@ -1101,6 +1101,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError as error:  # an optional dependency (matplotlib, pyarrow)
         print(f"silva {args.command}: error: {error}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # The reader went away (``silva predict ... | head``): stop quietly, as Unix tools
+        # do, and keep Python from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -284,8 +284,9 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             trees.append(grown.tree)
             grown.tree = None  # the packing releases each tree once copied
         n_trees = len(trees)
-        self._packed = PackedTrees(trees, tree_weight=np.full(n_trees, 1.0 / n_trees),
-                                   release=True)
+        # Unit weights, divided once by the number of trees after summing: sums of class
+        # fractions stay <= n_trees, so probabilities never round above 1.
+        self._packed = PackedTrees(trees, release=True)
         self.estimators_ = []
         for t in range(n_trees):
             view = self._packed.tree(t)
@@ -412,7 +413,7 @@ class ForestClassifier(ClassifierMixin, BaseForest):
     def predict_proba(self, X):
         """Mean of the trees' class probabilities (the soft vote)."""
         X = self._validated_X(X)
-        return self._packed.predict(X, n_outputs=self.n_classes_)
+        return self._packed.predict(X, n_outputs=self.n_classes_) / self._packed.n_trees
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
@@ -577,7 +578,7 @@ class ForestRegressor(RegressorMixin, BaseForest):
         """
         X = self._validated_X(X)
         if not return_std:
-            return self._packed.predict(X, n_outputs=1)[:, 0]
+            return self._packed.predict(X, n_outputs=1)[:, 0] / self._packed.n_trees
         per_tree = self._packed.tree_values(X)[:, :, 0]
         return per_tree.mean(axis=1), per_tree.std(axis=1)
 

@@ -747,7 +747,10 @@ def iter_trees(model):
             seen.add(id(value))
             context = context_of(value, context)
             subsets = getattr(value, "estimators_features_", None)
-            for key, item in vars(value).items():
+            # Public attributes first, so a tree reachable both ways is named by its public
+            # path (a forest's estimators_[i].tree_, not its private _grown_trees[i].tree).
+            items = sorted(vars(value).items(), key=lambda pair: pair[0].startswith("_"))
+            for key, item in items:
                 if key == "estimators_" and subsets is not None and \
                         isinstance(item, list | tuple):
                     for i, sub in enumerate(item):

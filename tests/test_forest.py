@@ -557,3 +557,14 @@ def test_min_significance_reaches_the_trees(cls):
     assert forest.score(X, signal) > 0.95
     with pytest.raises(ValueError, match="min_significance"):
         cls(min_significance=1.5).fit(X, signal)
+
+
+def test_probabilities_never_exceed_one():
+    # 1/n_trees weights summed tree by tree rounded to 1.0000000000000007 here once.
+    X, y = datasets.load_breast_cancer(return_X_y=True)
+    forest = RandomForestClassifier(n_estimators=100, random_state=0).fit(X[:400], y[:400])
+    proba = forest.predict_proba(X[400:])
+    assert proba.max() <= 1.0 and proba.min() >= 0.0
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    mean_of_trees = np.mean([tree.predict_proba(X[400:]) for tree in forest.estimators_], axis=0)
+    np.testing.assert_allclose(proba, mean_of_trees, rtol=0, atol=1e-12)
