@@ -52,6 +52,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
+from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
 
@@ -119,9 +120,10 @@ class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
     """Parameter checks, base-learner cloning and one boosting round's fit."""
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, resample=False,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.estimator = estimator
         self.n_estimators = n_estimators
+        self.verbose = verbose
         self.learning_rate = learning_rate
         self.resample = resample
         self.random_state = random_state
@@ -225,6 +227,8 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
         (always done when the learner's ``fit`` takes no ``sample_weight``).
     random_state : int, RandomState or None, default=None
         Seeds the learners and the bootstrap draws.
+    verbose : int, default=0
+        Show a progress bar over the rounds (tqdm when installed).
 
     Attributes
     ----------
@@ -269,9 +273,9 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
     """
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0,
-                 algorithm="samme", resample=False, random_state=None):
+                 algorithm="samme", resample=False, random_state=None, verbose=0):
         super().__init__(estimator, n_estimators=n_estimators, learning_rate=learning_rate,
-                         resample=resample, random_state=random_state)
+                         resample=resample, random_state=random_state, verbose=verbose)
         self.algorithm = algorithm
 
     def _default_estimator(self):
@@ -308,7 +312,8 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
         round_bins = {}
         boosting = BoostingWeights(sample_weight)
         estimators, betas, errors, normalisers = [], [], [], []
-        for _ in range(self.n_estimators):
+        for _ in progress(range(self.n_estimators), enabled=self.verbose,
+                          desc=type(self).__name__):
             learner = self._fit_learner(X, y_code, boosting, rng, round_bins)
             weights = boosting.normalised
             if algorithm == "real":
@@ -529,6 +534,8 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         Train each learner on a weighted bootstrap sample (Drucker's original form)
         instead of passing ``sample_weight``; always done for learners without it.
     random_state : int, RandomState or None, default=None
+    verbose : int, default=0
+        Show a progress bar over the rounds (tqdm when installed).
 
     Attributes
     ----------
@@ -550,9 +557,9 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
     """
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, loss="linear",
-                 resample=False, random_state=None):
+                 resample=False, random_state=None, verbose=0):
         super().__init__(estimator, n_estimators=n_estimators, learning_rate=learning_rate,
-                         resample=resample, random_state=random_state)
+                         resample=resample, random_state=random_state, verbose=verbose)
         self.loss = loss
 
     def _default_estimator(self):
@@ -569,7 +576,8 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         boosting = BoostingWeights(sample_weight)
         positive = boosting.positive
         estimators, betas, errors = [], [], []
-        for _ in range(self.n_estimators):
+        for _ in progress(range(self.n_estimators), enabled=self.verbose,
+                          desc=type(self).__name__):
             learner = self._fit_learner(X, y, boosting, rng, round_bins)
             weights = boosting.normalised
             absolute = np.abs(np.asarray(learner.predict(X), dtype=np.float64).ravel() - y)

@@ -2,6 +2,7 @@
 
 import io
 
+import numpy as np
 import pytest
 
 from silva import _progress
@@ -62,3 +63,18 @@ def test_tqdm_is_used_when_installed():
     assert list(bar) == [0, 1, 2]
     text = out.getvalue()
     assert "trees" in text and "3/3" in text
+
+
+@pytest.mark.parametrize("name", ["RandomForestClassifier", "ExtraTreesRegressor",
+                                  "AdaBoostClassifier", "GradientBoostingClassifier"])
+def test_ensembles_show_progress_only_when_verbose(name, monkeypatch, capsys):
+    import silva
+    from silva import _progress
+
+    monkeypatch.setattr(_progress, "_load_tqdm", lambda: None)  # the plain counter
+    X = np.random.RandomState(0).rand(60, 3)
+    y = (X[:, 0] + X[:, 1] > 1).astype(int)  # no stump is perfect: AdaBoost runs 3 rounds
+    getattr(silva, name)(n_estimators=3, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    getattr(silva, name)(n_estimators=3, random_state=0, verbose=1).fit(X, y)
+    assert f"{name}: 3/3" in capsys.readouterr().err
