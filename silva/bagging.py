@@ -40,6 +40,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
+from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
 
@@ -200,17 +201,21 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
             else None
 
         n_jobs = min(max(1, effective_n_jobs(self.n_jobs)), max(1, len(new_seeds)))
+        # One chunk of members per worker; one member per chunk when showing progress, so
+        # that the bar moves as members finish.
+        n_chunks = len(new_seeds) if self.verbose else n_jobs
         chunks = [chunk for chunk in np.array_split(np.asarray(new_seeds, dtype=np.int64),
-                                                   n_jobs) if chunk.size]
+                                                   max(1, n_chunks)) if chunk.size]
         # A plain function, not the bound method: workers need not receive the ensemble.
         draw = partial(_member_draw, n_samples=n_samples, n_drawn=n_drawn,
                        bootstrap=self.bootstrap, n_features=n_features,
                        n_features_drawn=n_features_drawn,
                        bootstrap_features=self.bootstrap_features)
-        results = Parallel(n_jobs=n_jobs, verbose=self.verbose)(
+        results = Parallel(n_jobs=n_jobs, return_as="generator")(
             delayed(_fit_members)(base, chunk, X, y, sample_weight, draw, is_categorical)
             for chunk in chunks)
-        for members in results:
+        for members in progress(results, total=len(chunks), enabled=self.verbose,
+                                desc=type(self).__name__):
             self.estimators_.extend(members)
         self._seeds.extend(new_seeds)
         self.n_estimators_ = len(self.estimators_)
@@ -302,7 +307,7 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
     random_state : int, RandomState or None, default=None
         Seeds every member's draw and the member itself (its ``random_state``).
     verbose : int, default=0
-        joblib's progress messages.
+        Show a progress bar over the members (tqdm when installed).
     categorical_features : "auto", array-like or None, default=None
         Categorical columns, passed on (restricted to each member's columns) when the
         estimator is a silva tree; "auto" detects pandas category columns.

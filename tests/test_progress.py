@@ -66,7 +66,8 @@ def test_tqdm_is_used_when_installed():
 
 
 @pytest.mark.parametrize("name", ["RandomForestClassifier", "ExtraTreesRegressor",
-                                  "AdaBoostClassifier", "GradientBoostingClassifier"])
+                                  "AdaBoostClassifier", "GradientBoostingClassifier",
+                                  "BaggingClassifier", "BaggingRegressor"])
 def test_ensembles_show_progress_only_when_verbose(name, monkeypatch, capsys):
     import silva
     from silva import _progress
