@@ -32,6 +32,7 @@ Sampling: ``subsample`` (Friedman 2002, stochastic gradient boosting) or
 import numbers
 import warnings
 
+import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import DataConversionWarning
@@ -65,8 +66,6 @@ except ImportError:  # pragma: no cover - the progress module is optional
     def progress(iterable, total=None, enabled=False, desc=""):
         return iterable
 
-# Parallel regions start only above this many (samples x features) of work.
-PARALLEL_MIN_WORK = 200_000
 _UNLIMITED_DEPTH = 2**31 - 1
 
 
@@ -410,7 +409,9 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             trees = []
             gains = []
             self.evals_result_ = {}
-        bin_codes = binner.transform(X)
+        # The grower reads each sample's codes as one row (see gradient_grower).
+        workspace = gg.make_workspace(binner.transform(X), binner.missing_bin_ + 1)
+        codes = workspace[1][2]
         self._n_trees_per_iteration = K
         self.n_trees_per_iteration_ = K
         n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
@@ -430,7 +431,6 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         end = int(self.n_estimators)
         grad = np.empty((n_samples, K))
         hess = np.empty((n_samples, K))
-        stats = np.empty((n_samples, 3))
         leaf_gh = np.empty((1, 2))
         all_rows = np.arange(n_samples, dtype=np.int32)
         use_hessian = self.boosting == "newton"
@@ -486,19 +486,26 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             iteration_trees = []
             for k in range(K):
                 t1 = time.perf_counter()
-                gg.fill_statistics(grad, hess, k, weight, use_hessian, stats)
+                gg.fill_statistics(grad, hess, k, weight, use_hessian, in_bag, workspace[3])
                 feature_mask = np.ones(n_features, dtype=np.uint8)
                 if n_bytree < n_features:
                     feature_mask[:] = 0
                     feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
                 sample_indices = in_bag.copy()
                 seed = seed_from_random_state(rng)
-                table, bitsets = gg.grow_gradient_tree(
-                    bin_codes, stats, sample_indices, binner.n_value_bins_,
-                    self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-                    binner.bin_thresholds_, feature_mask, monotonic, interaction_sets,
-                    params, p["max_depth"], p["max_leaf_nodes"], self.growth == "depthwise",
-                    n_bynode, seed, PARALLEL_MIN_WORK, n_words)
+                # The grower's parallel loops run over a few row blocks each: hand them
+                # out one at a time, so that a thread the OS stalls holds up one block,
+                # not half of them (the blocks do not depend on the number of threads).
+                chunksize = numba.set_parallel_chunksize(1)
+                try:
+                    table, bitsets = gg.grow_gradient_tree(
+                        workspace, sample_indices, binner.n_value_bins_,
+                        self.is_categorical_.astype(np.uint8), binner.missing_bin_,
+                        binner.bin_thresholds_, feature_mask, monotonic, interaction_sets,
+                        params, p["max_depth"], p["max_leaf_nodes"],
+                        self.growth == "depthwise", n_bynode, seed, n_words)
+                finally:
+                    numba.set_parallel_chunksize(chunksize)
                 t2 = time.perf_counter()
                 self._timings["grow"] += t2 - t1
                 values = table[:, gg.VALUE].copy()
@@ -525,9 +532,13 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                 values *= lr
                 t3 = time.perf_counter()
                 self._timings["leaf_values"] += t3 - t2
-                gg.add_leaf_values(raw, k, sample_indices, table, values)
+                chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
+                try:
+                    gg.add_leaf_values(raw, k, sample_indices, table, values)
+                finally:
+                    numba.set_parallel_chunksize(chunksize)
                 if out_of_bag is not None and out_of_bag.size:
-                    gg.add_leaf_values_binned(raw, k, out_of_bag, bin_codes, table, bitsets,
+                    gg.add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
                                               binner.missing_bin_, values)
                 tree = _make_tree(table, bitsets, values, n_features, tree_categories)
                 self._timings["update"] += time.perf_counter() - t3

@@ -66,16 +66,78 @@ def _leaf(x_row, offset, walk, bitsets):
 ROW_BLOCK = 2048
 
 
+@nb.njit(cache=True, inline="always")
+def _step(X, i, node, offset, walk):
+    """The next node of row ``i`` below ``node`` (``node`` itself at a leaf), for trees
+    without categorical splits, computed without a branch.
+
+    A branch on each comparison mispredicts about once per level (the directions of a
+    row's path are data); so the direction is turned into 0 or 1 and the child
+    computed by arithmetic (a conditional expression compiles to a branch here)."""
+    # Unsigned indices: numba then skips its wraparound handling of negative ones.
+    record = walk[np.uint64(node)]
+    left = np.int64(record.left)
+    right = np.int64(record.right)
+    # A leaf's feature is negative: read any column, the result is not used.
+    x = X[np.uint64(i), np.uint64(max(np.int64(record.feature), 0))]
+    # x <= threshold; NaN (x != x) goes where the node sends missing values.
+    go_left = (np.int64(x <= record.threshold)
+               | (np.int64(x != x) & np.int64(record.flags & MISSING_LEFT_FLAG)))
+    child = offset + right + (left - right) * go_left
+    return node + (child - node) * np.int64(left >= 0)
+
+
+@nb.njit(cache=True, inline="always")
+def _leaves8(X, i, offset, walk):
+    """Leaves of rows ``i`` to ``i + 7`` (trees without categorical splits): eight walks
+    interleaved, one step each per round until none moves, so that the eight chains of
+    dependent loads overlap (about twice as fast as one walk after the other)."""
+    n0 = n1 = n2 = n3 = n4 = n5 = n6 = n7 = offset
+    while True:
+        m0 = _step(X, i, n0, offset, walk)
+        m1 = _step(X, i + 1, n1, offset, walk)
+        m2 = _step(X, i + 2, n2, offset, walk)
+        m3 = _step(X, i + 3, n3, offset, walk)
+        m4 = _step(X, i + 4, n4, offset, walk)
+        m5 = _step(X, i + 5, n5, offset, walk)
+        m6 = _step(X, i + 6, n6, offset, walk)
+        m7 = _step(X, i + 7, n7, offset, walk)
+        moved = ((m0 != n0) | (m1 != n1) | (m2 != n2) | (m3 != n3) | (m4 != n4)
+                 | (m5 != n5) | (m6 != n6) | (m7 != n7))
+        n0, n1, n2, n3, n4, n5, n6, n7 = m0, m1, m2, m3, m4, m5, m6, m7
+        if not moved:
+            return n0, n1, n2, n3, n4, n5, n6, n7
+
+
+@nb.njit(cache=True, inline="always")
+def _block_leaves(X, first, last, offset, walk, bitsets, leaves):
+    """``leaves[i - first]`` = packed row of the leaf of row ``i`` in the tree rooted at
+    ``offset``, for rows ``first..last-1``."""
+    i = first
+    if bitsets.shape[1] == 0:  # no categorical split anywhere: the branch-free walk
+        while i + 8 <= last:
+            leaf = _leaves8(X, i, offset, walk)
+            for k in range(8):
+                leaves[i - first + k] = leaf[k]
+            i += 8
+    while i < last:
+        leaves[i - first] = _leaf(X[i], offset, walk, bitsets)
+        i += 1
+
+
 @nb.njit(cache=True, parallel=True)
 def _apply_packed(X, first_tree, last_tree, node_offset, walk, bitsets):
     n_rows = X.shape[0]
     leaves = np.empty((n_rows, last_tree - first_tree), dtype=np.int64)
     n_blocks = (n_rows + ROW_BLOCK - 1) // ROW_BLOCK
     for b in nb.prange(n_blocks):
+        first = b * ROW_BLOCK
+        last = min(n_rows, first + ROW_BLOCK)
+        block_leaves = np.empty(ROW_BLOCK, dtype=np.int64)
         for t in range(first_tree, last_tree):
-            for i in range(b * ROW_BLOCK, min(n_rows, (b + 1) * ROW_BLOCK)):
-                leaves[i, t - first_tree] = _leaf(X[i], node_offset[t], walk,
-                                                  bitsets) - node_offset[t]
+            _block_leaves(X, first, last, node_offset[t], walk, bitsets, block_leaves)
+            for i in range(first, last):
+                leaves[i, t - first_tree] = block_leaves[i - first] - node_offset[t]
     return leaves
 
 
@@ -86,13 +148,18 @@ def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value,
     n_rows = X.shape[0]
     n_blocks = (n_rows + ROW_BLOCK - 1) // ROW_BLOCK
     for b in nb.prange(n_blocks):
+        first = b * ROW_BLOCK
+        last = min(n_rows, first + ROW_BLOCK)
+        block_leaves = np.empty(ROW_BLOCK, dtype=np.int64)
         # Trees in order for every row: the sums are the same for any number of threads.
         for t in range(first_tree, last_tree):
             column = output_column[t]
-            for i in range(b * ROW_BLOCK, min(n_rows, (b + 1) * ROW_BLOCK)):
-                leaf = _leaf(X[i], node_offset[t], walk, bitsets)
+            weight = tree_weight[t]
+            _block_leaves(X, first, last, node_offset[t], walk, bitsets, block_leaves)
+            for i in range(first, last):
+                leaf = block_leaves[i - first]
                 for k in range(n_values):
-                    out[i, column + k] += tree_weight[t] * value[leaf, k]
+                    out[i, column + k] += weight * value[leaf, k]
 
 
 @nb.njit(cache=True, parallel=True)
