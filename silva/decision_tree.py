@@ -53,6 +53,39 @@ PARALLEL_MIN_WORK = 200_000
 _UNLIMITED_DEPTH = 2**31 - 1
 
 
+def regression_inputs(estimator, X, y, sample_weight):
+    """Validated inputs of a regression fit (trees and forests alike).
+
+    Returns ``(criterion_code, X, y, sample_weight, offset)``: y as finite float64, and
+    ``offset`` the weighted mean of y that the trees subtract before growing (0 for
+    poisson and absolute_error). Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w)
+    accurate for large |y|.
+    """
+    code = (criteria.REGRESSION_CRITERIA.get(estimator.criterion)
+            if isinstance(estimator.criterion, str) else None)
+    if code is None:
+        raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
+                         f"; got {estimator.criterion!r}.")
+    X, y = estimator._prepare_X_y(X, y)
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"y must be numeric for regression: {error}") from None
+    if not np.all(np.isfinite(y)):
+        bad = np.flatnonzero(~np.isfinite(y))[0]
+        raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
+    sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+    offset = 0.0
+    if code == criteria.POISSON:
+        if np.any(y < 0):
+            raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
+        if np.sum(y * sample_weight) <= 0:
+            raise ValueError("criterion='poisson' needs a positive sum of y.")
+    elif code != criteria.ABSOLUTE_ERROR:
+        offset = float(np.average(y, weights=sample_weight))
+    return code, X, y, sample_weight, offset
+
+
 class BaseDecisionTree(BaseEstimator):
     """Shared fit and prediction logic; use the classifier or the regressor."""
 
@@ -596,30 +629,9 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
 
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on (X, y); NaN in X means missing."""
-        criterion_code = criteria.REGRESSION_CRITERIA.get(self.criterion) \
-            if isinstance(self.criterion, str) else None
-        if criterion_code is None:
-            raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
-                             f"; got {self.criterion!r}.")
-        X, y = self._prepare_X_y(X, y)
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"y must be numeric for regression: {error}") from None
-        if not np.all(np.isfinite(y)):
-            bad = np.flatnonzero(~np.isfinite(y))[0]
-            raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
-        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
-        offset = 0.0
-        if criterion_code == criteria.POISSON:
-            if np.any(y < 0):
-                raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
-            if np.sum(y * sample_weight) <= 0:
-                raise ValueError("criterion='poisson' needs a positive sum of y.")
-        elif criterion_code != criteria.ABSOLUTE_ERROR:
-            # Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w) accurate for large |y|.
-            offset = float(np.average(y, weights=sample_weight))
-            y = y - offset
+        criterion_code, X, y, sample_weight, offset = regression_inputs(
+            self, X, y, sample_weight)
+        y = y - offset
         self.n_outputs_ = 1
         return self._fit_tree(X, y, sample_weight, criterion_code, 1, value_offset=offset)
 

@@ -38,6 +38,7 @@ from silva.decision_tree import (
     BaseDecisionTree,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    regression_inputs,
 )
 from silva.engine import criteria
 from silva.engine.ensemble import PackedTrees
@@ -495,29 +496,7 @@ class ForestRegressor(RegressorMixin, BaseForest):
     def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
         classifier's)."""
-        code = (criteria.REGRESSION_CRITERIA.get(self.criterion)
-                if isinstance(self.criterion, str) else None)
-        if code is None:
-            raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
-                             f"; got {self.criterion!r}.")
-        X, y = self._prepare_X_y(X, y)
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"y must be numeric for regression: {error}") from None
-        if not np.all(np.isfinite(y)):
-            bad = np.flatnonzero(~np.isfinite(y))[0]
-            raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
-        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
-        offset = 0.0
-        if code == criteria.POISSON:
-            if np.any(y < 0):
-                raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
-            if np.sum(y * sample_weight) <= 0:
-                raise ValueError("criterion='poisson' needs a positive sum of y.")
-        elif code != criteria.ABSOLUTE_ERROR:
-            # Centred y keeps the channel sums accurate (see DecisionTreeRegressor.fit).
-            offset = float(np.average(y, weights=sample_weight))
+        code, X, y, sample_weight, offset = regression_inputs(self, X, y, sample_weight)
         self.n_outputs_ = 1
         self._y_train = y
         self._fit_forest(X, y - offset, sample_weight, code, 1, value_offset=offset,
