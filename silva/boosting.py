@@ -69,6 +69,38 @@ except ImportError:  # pragma: no cover - the progress module is optional
 _UNLIMITED_DEPTH = 2**31 - 1
 
 
+class _ThreadChoice:
+    """Run each boosting iteration on all of numba's threads or on one, whichever has
+    lately been faster.
+
+    On a machine whose cores other processes keep busy, a parallel region waits for a
+    thread the OS has set aside: one region can cost a whole scheduler time slice, and
+    an iteration starts dozens (measured: 10 times slower than one thread on a 2-core
+    machine with another busy process). Every ``probe_every``-th iteration runs the
+    other way, so that the choice follows the load. No kernel's result depends on the
+    number of threads (the grower's parallel blocks depend only on node sizes), so this
+    changes speed only, never the model.
+    """
+
+    def __init__(self, probe_every=25):
+        self.threads = numba.get_num_threads()
+        self.probe_every = probe_every
+        self.seconds = {True: 0.0, False: np.inf}  # last time per iteration, per choice
+        self.count = 0
+
+    def parallel(self):
+        """Whether the next iteration should run parallel."""
+        if self.threads == 1:
+            return False
+        best = self.seconds[True] <= self.seconds[False]
+        self.count += 1
+        # The second iteration, then one in probe_every, tries the other way.
+        return not best if self.count % self.probe_every == 2 else best
+
+    def record(self, parallel, seconds):
+        self.seconds[parallel] = seconds
+
+
 # ------------------------------------------------------------------- metrics
 def _auc(y, score, weight):
     """Weighted ROC AUC (ties count one half), from the rank statistic."""
@@ -461,115 +493,123 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                          "update": 0.0, "evaluate": 0.0}
         import time
 
+        choice = _ThreadChoice()
         iterations = progress(range(begin, end), total=end - begin,
                               enabled=bool(self.verbose), desc=type(self).__name__)
-        for iteration in iterations:
-            t0 = time.perf_counter()
-            loss.update_iteration(y, raw, sample_weight)
-            loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
-            weight = sample_weight
-            in_bag = all_rows
-            out_of_bag = None
-            if self.sampling == "goss":
-                in_bag, weight = self._goss(grad, sample_weight, rng)
-            elif p["subsample"] < 1.0:
-                mask = rng.random_sample(n_samples) < p["subsample"]
-                if not mask.any():
-                    mask[rng.randint(n_samples)] = True
-                in_bag = np.flatnonzero(mask).astype(np.int32)
-            if in_bag is not all_rows:
-                out_of_bag_mask = np.ones(n_samples, dtype=bool)
-                out_of_bag_mask[in_bag] = False
-                out_of_bag = np.flatnonzero(out_of_bag_mask)
-            t1 = time.perf_counter()
-            self._timings["gradients"] += t1 - t0
-            iteration_trees = []
-            for k in range(K):
+        try:
+            for iteration in iterations:
+                parallel = choice.parallel()
+                numba.set_num_threads(choice.threads if parallel else 1)
+                t0 = time.perf_counter()
+                loss.update_iteration(y, raw, sample_weight)
+                loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
+                weight = sample_weight
+                in_bag = all_rows
+                out_of_bag = None
+                if self.sampling == "goss":
+                    in_bag, weight = self._goss(grad, sample_weight, rng)
+                elif p["subsample"] < 1.0:
+                    mask = rng.random_sample(n_samples) < p["subsample"]
+                    if not mask.any():
+                        mask[rng.randint(n_samples)] = True
+                    in_bag = np.flatnonzero(mask).astype(np.int32)
+                if in_bag is not all_rows:
+                    out_of_bag_mask = np.ones(n_samples, dtype=bool)
+                    out_of_bag_mask[in_bag] = False
+                    out_of_bag = np.flatnonzero(out_of_bag_mask)
                 t1 = time.perf_counter()
-                gg.fill_statistics(grad, hess, k, weight, use_hessian, in_bag, workspace[3])
-                feature_mask = np.ones(n_features, dtype=np.uint8)
-                if n_bytree < n_features:
-                    feature_mask[:] = 0
-                    feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
-                sample_indices = in_bag.copy()
-                seed = seed_from_random_state(rng)
-                # The grower's parallel loops run over a few row blocks each: hand them
-                # out one at a time, so that a thread the OS stalls holds up one block,
-                # not half of them (the blocks do not depend on the number of threads).
-                chunksize = numba.set_parallel_chunksize(1)
-                try:
-                    table, bitsets = gg.grow_gradient_tree(
-                        workspace, sample_indices, binner.n_value_bins_,
-                        self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-                        binner.bin_thresholds_, feature_mask, monotonic, interaction_sets,
-                        params, p["max_depth"], p["max_leaf_nodes"],
-                        self.growth == "depthwise", n_bynode, seed, n_words)
-                finally:
-                    numba.set_parallel_chunksize(chunksize)
-                t2 = time.perf_counter()
-                self._timings["grow"] += t2 - t1
-                values = table[:, gg.VALUE].copy()
-                is_leaf = table[:, gg.LEFT] == gg.LEAF
-                if line_search is not None:
-                    leaves = np.flatnonzero(is_leaf)
-                    searched = np.empty(len(leaves))
-                    raw_k = np.ascontiguousarray(raw[:, k])
-                    losses.leaf_line_search(
-                        0 if line_search == "quantile" else 1, loss.line_search_param(),
-                        float(loss.param), y, raw_k, weight, sample_indices,
-                        table[leaves, gg.START].astype(np.int64),
-                        table[leaves, gg.END].astype(np.int64), searched)
-                    values[leaves] = np.clip(searched, table[leaves, gg.LOWER],
-                                             table[leaves, gg.UPPER])
-                elif newton_step:
-                    if leaf_gh.shape[0] < table.shape[0]:
-                        leaf_gh = np.empty((table.shape[0], 2))
-                    gg.leaf_sums(grad, hess, k, weight, sample_indices, table, leaf_gh)
-                    for node in np.flatnonzero(is_leaf):
-                        values[node] = _newton_value(leaf_gh[node], params,
-                                                     table[node, gg.LOWER],
-                                                     table[node, gg.UPPER])
-                values *= lr
-                t3 = time.perf_counter()
-                self._timings["leaf_values"] += t3 - t2
-                chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
-                try:
-                    gg.add_leaf_values(raw, k, sample_indices, table, values)
-                finally:
-                    numba.set_parallel_chunksize(chunksize)
-                if out_of_bag is not None and out_of_bag.size:
-                    gg.add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
-                                              binner.missing_bin_, values)
-                tree = _make_tree(table, bitsets, values, n_features, tree_categories)
-                self._timings["update"] += time.perf_counter() - t3
-                iteration_trees.append(tree)
-                gains.append(np.where(is_leaf, 0.0, table[:, gg.GAIN]))
-                for e in evals:
-                    e[4][:, k] += values[tree.apply(e[1])]
-            trees.extend(iteration_trees)
-            self.estimators_.append(iteration_trees)
-            self._split_gains = gains
+                self._timings["gradients"] += t1 - t0
+                iteration_trees = []
+                for k in range(K):
+                    t1 = time.perf_counter()
+                    gg.fill_statistics(grad, hess, k, weight, use_hessian, in_bag, workspace[3])
+                    feature_mask = np.ones(n_features, dtype=np.uint8)
+                    if n_bytree < n_features:
+                        feature_mask[:] = 0
+                        feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
+                    sample_indices = in_bag.copy()
+                    seed = seed_from_random_state(rng)
+                    # The grower's parallel loops run over a few row blocks each: hand them
+                    # out one at a time, so that a thread the OS stalls holds up one block,
+                    # not half of them (the blocks do not depend on the number of threads).
+                    chunksize = numba.set_parallel_chunksize(1)
+                    try:
+                        table, bitsets = gg.grow_gradient_tree(
+                            workspace, sample_indices, binner.n_value_bins_,
+                            self.is_categorical_.astype(np.uint8), binner.missing_bin_,
+                            binner.bin_thresholds_, feature_mask, monotonic, interaction_sets,
+                            params, p["max_depth"], p["max_leaf_nodes"],
+                            self.growth == "depthwise", n_bynode, seed, n_words)
+                    finally:
+                        numba.set_parallel_chunksize(chunksize)
+                    t2 = time.perf_counter()
+                    self._timings["grow"] += t2 - t1
+                    values = table[:, gg.VALUE].copy()
+                    is_leaf = table[:, gg.LEFT] == gg.LEAF
+                    if line_search is not None:
+                        leaves = np.flatnonzero(is_leaf)
+                        searched = np.empty(len(leaves))
+                        raw_k = np.ascontiguousarray(raw[:, k])
+                        losses.leaf_line_search(
+                            0 if line_search == "quantile" else 1, loss.line_search_param(),
+                            float(loss.param), y, raw_k, weight, sample_indices,
+                            table[leaves, gg.START].astype(np.int64),
+                            table[leaves, gg.END].astype(np.int64), searched)
+                        values[leaves] = np.clip(searched, table[leaves, gg.LOWER],
+                                                 table[leaves, gg.UPPER])
+                    elif newton_step:
+                        if leaf_gh.shape[0] < table.shape[0]:
+                            leaf_gh = np.empty((table.shape[0], 2))
+                        gg.leaf_sums(grad, hess, k, weight, sample_indices, table, leaf_gh)
+                        for node in np.flatnonzero(is_leaf):
+                            values[node] = _newton_value(leaf_gh[node], params,
+                                                         table[node, gg.LOWER],
+                                                         table[node, gg.UPPER])
+                    values *= lr
+                    t3 = time.perf_counter()
+                    self._timings["leaf_values"] += t3 - t2
+                    chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
+                    try:
+                        gg.add_leaf_values(raw, k, sample_indices, table, values)
+                    finally:
+                        numba.set_parallel_chunksize(chunksize)
+                    if out_of_bag is not None and out_of_bag.size:
+                        gg.add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
+                                                  binner.missing_bin_, values)
+                    tree = _make_tree(table, bitsets, values, n_features, tree_categories)
+                    self._timings["update"] += time.perf_counter() - t3
+                    iteration_trees.append(tree)
+                    gains.append(np.where(is_leaf, 0.0, table[:, gg.GAIN]))
+                    for e in evals:
+                        e[4][:, k] += values[tree.apply(e[1])]
+                trees.extend(iteration_trees)
+                self.estimators_.append(iteration_trees)
+                self._split_gains = gains
+                choice.record(parallel, time.perf_counter() - t0)
+                numba.set_num_threads(choice.threads)
 
-            t4 = time.perf_counter()
-            results = []
-            if metric is not None:
-                if record_training:
-                    value, higher = self._evaluate(metric, y, raw, sample_weight)
-                    results.append(("training", metric, value, higher))
-                for e in evals:
-                    value, higher = self._evaluate(metric, e[2], e[4], e[3])
-                    results.append((e[0], metric, value, higher))
-                for data_name, metric_name, value, _ in results:
-                    self.evals_result_.setdefault(data_name, {}).setdefault(
-                        metric_name, []).append(value)
-            self._timings["evaluate"] += time.perf_counter() - t4
-            env = CallbackEnv(self, iteration, begin, end, results)
-            try:
-                for callback in cbs:
-                    callback(env)
-            except EarlyStopException as stop:
-                self.best_iteration_ = int(stop.best_iteration)
-                break
+                t4 = time.perf_counter()
+                results = []
+                if metric is not None:
+                    if record_training:
+                        value, higher = self._evaluate(metric, y, raw, sample_weight)
+                        results.append(("training", metric, value, higher))
+                    for e in evals:
+                        value, higher = self._evaluate(metric, e[2], e[4], e[3])
+                        results.append((e[0], metric, value, higher))
+                    for data_name, metric_name, value, _ in results:
+                        self.evals_result_.setdefault(data_name, {}).setdefault(
+                            metric_name, []).append(value)
+                self._timings["evaluate"] += time.perf_counter() - t4
+                env = CallbackEnv(self, iteration, begin, end, results)
+                try:
+                    for callback in cbs:
+                        callback(env)
+                except EarlyStopException as stop:
+                    self.best_iteration_ = int(stop.best_iteration)
+                    break
+        finally:
+            numba.set_num_threads(choice.threads)
         if stopper is not None and self.best_iteration_ is None:
             # Early stopping never fired: the model still keeps its best iteration.
             self.best_iteration_ = stopper.best_iteration

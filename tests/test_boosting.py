@@ -230,7 +230,9 @@ def test_interaction_constraints():
 
 
 def test_same_model_whatever_the_thread_count():
-    X, y = make_classification(30000, 8, random_state=0)
+    # 70,000 rows, so that the 70% in-bag sample (49,000) is above the grower's
+    # 2 * BLOCK_ROWS threshold and its parallel block passes run.
+    X, y = make_classification(70000, 8, random_state=0)
     X[::7, 2] = np.nan
     params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
     previous = numba.get_num_threads()
