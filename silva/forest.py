@@ -199,25 +199,44 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             )
 
         grown_trees = iter_grown_trees(data, rules, make_task, len(new_seeds), n_threads)
-        n_kept = len(new_seeds)
-        for t, grown_tree in enumerate(progress(grown_trees, total=len(new_seeds),
-                                                enabled=self.verbose,
-                                                desc=type(self).__name__)):
-            grown_tree.tree.value += value_offset
-            if self.ccp_alpha > 0.0:
-                grown_tree.tree = prune_tree(grown_tree.tree, self.ccp_alpha)
-            if not self._keeps_leaf_samples:
-                # Only quantile regression forests read the leaf samples; drop them early.
-                grown_tree.leaf_samples = grown_tree.node_start = grown_tree.node_end = None
-            self._grown_trees.append(grown_tree)
-            if callbacks and self._stop_requested(callbacks, n_existing, t):
-                grown_trees.close()
-                n_kept = t + 1
-                break
-        new_seeds = new_seeds[:n_kept]
+        n_kept = [len(new_seeds)]
+
+        def fitted_trees():
+            # The trees of an earlier fit (warm start), then each new tree as soon as it
+            # is grown: the packing copies it and this generator lets it go, so the fit
+            # never holds the grower's trees and the packed copy together.
+            for grown in self._grown_trees[:n_existing]:
+                yield grown.tree
+            for t, grown_tree in enumerate(progress(grown_trees, total=len(new_seeds),
+                                                    enabled=self.verbose,
+                                                    desc=type(self).__name__)):
+                tree, grown_tree.tree = grown_tree.tree, None
+                tree.value += value_offset
+                if self.ccp_alpha > 0.0:
+                    tree = prune_tree(tree, self.ccp_alpha)
+                if not self._keeps_leaf_samples:
+                    # Only quantile regression forests read the leaf samples.
+                    grown_tree.leaf_samples = grown_tree.node_start = None
+                    grown_tree.node_end = None
+                self._grown_trees.append(grown_tree)
+                yield tree
+                if callbacks and self._stop_requested(callbacks, n_existing, t):
+                    grown_trees.close()
+                    n_kept[0] = t + 1
+                    return
+
+        expected = self._expected_nodes(n_samples, n_drawn, rules, len(new_seeds))
+        if n_existing:
+            expected += int(self._packed.node_offset[-1])
+        self._packed = PackedTrees(fitted_trees(), expected_nodes=expected)
+        new_seeds = new_seeds[:n_kept[0]]
         self._tree_seeds.extend(int(s) for s in new_seeds)
         self._n_drawn = n_drawn
-        self._pack_trees()
+        self.estimators_ = []
+        for t in range(self._packed.n_trees):
+            view = self._packed.tree(t)  # the fitted trees view the one packed copy
+            self._grown_trees[t].tree = view
+            self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
         if self.oob_score:
             self._compute_oob(X, y, sample_weight)
         else:
@@ -278,21 +297,17 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             return True
         return False
 
-    def _pack_trees(self):
-        """One packed copy of the trees; the fitted sub-estimators view it."""
-        trees = []
-        for grown in self._grown_trees:
-            trees.append(grown.tree)
-            grown.tree = None  # the packing releases each tree once copied
-        n_trees = len(trees)
-        # Unit weights, divided once by the number of trees after summing: sums of class
-        # fractions stay <= n_trees, so probabilities never round above 1.
-        self._packed = PackedTrees(trees, release=True)
-        self.estimators_ = []
-        for t in range(n_trees):
-            view = self._packed.tree(t)
-            self._grown_trees[t].tree = view
-            self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
+    def _expected_nodes(self, n_samples, n_drawn, rules, n_trees):
+        """An upper bound on the nodes of ``n_trees`` new trees, reserved by the packing.
+
+        A leaf holds at least ``min_samples_leaf`` of the tree's (at most ``n_drawn``
+        distinct) samples, so a tree has at most ``2 * leaves - 1`` nodes.
+        """
+        leaves = (n_drawn if self.bootstrap else n_samples) // max(1, rules.min_samples_leaf)
+        if rules.max_leaf_nodes > 0:
+            leaves = min(leaves, rules.max_leaf_nodes)
+        leaves = min(leaves, 2 ** min(rules.max_depth, 62))
+        return n_trees * (2 * max(1, leaves) - 1)
 
     def _wrap_tree(self, tree, seed):
         """A fitted tree estimator around ``tree`` (so that ``estimators_[i]`` predicts)."""
@@ -342,9 +357,9 @@ class BaseForest(PersistenceMixin, BaseEstimator):
     def feature_importances_(self):
         """Mean over the trees of their normalised impurity decreases (MDI)."""
         check_is_fitted(self, "estimators_")
-        importances = np.mean([e.tree_.compute_feature_importances() for e in
-                               self.estimators_ if e.tree_.node_count > 1] or
-                              [np.zeros(self.n_features_in_)], axis=0)
+        split = np.diff(self._packed.node_offset) > 1  # trees with at least one split
+        importances = (self._packed.feature_importances()[split].mean(axis=0) if split.any()
+                       else np.zeros(self.n_features_in_))
         total = importances.sum()
         return importances / total if total > 0 else importances
 
@@ -526,8 +541,8 @@ class ForestRegressor(RegressorMixin, BaseForest):
         np.cumsum([b.shape[0] for b in blocks], out=self._leaf_offset[1:])
         self._leaf_samples = np.concatenate(blocks).astype(np.int32, copy=False)
         self._leaf_weights = np.concatenate(weights)
-        self._node_start = np.concatenate(starts).astype(np.int64, copy=False)
-        self._node_end = np.concatenate(ends).astype(np.int64, copy=False)
+        self._node_start = np.concatenate(starts).astype(np.int32, copy=False)
+        self._node_end = np.concatenate(ends).astype(np.int32, copy=False)
         del blocks, starts, ends
         # Each tree keeps views of the concatenation (for warm starts), not its own copy.
         node_offset = self._packed.node_offset

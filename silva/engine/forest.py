@@ -139,8 +139,10 @@ def grow_one(data, rules, task, parallel_min_work):
     )
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories)
-    return GrownTree(tree, sample_indices, table[:, g.START].astype(np.int64),
-                     table[:, g.END].astype(np.int64))
+    # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them
+    # for every node.
+    return GrownTree(tree, sample_indices, table[:, g.START].astype(np.int32),
+                     table[:, g.END].astype(np.int32))
 
 
 def iter_grown_trees(data, rules, make_task, n_trees, n_threads):
