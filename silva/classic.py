@@ -246,26 +246,8 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
     # ----------------------------------------------------------------- input
     def _prepare_X(self, X, *, reset):
         """Validated float64 X; data-frame categorical columns become category codes."""
-        if reset:
-            names = list(X.columns) if _input._is_dataframe(X) else None
-            n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
-            mask = None
-            if n_features is not None:
-                mask = _input.resolve_categorical_features(
-                    self.categorical_features, X, n_features, names)
-            self._encoder = None
-            if _input._is_dataframe(X) and mask is not None and mask.any():
-                self._encoder = _input.CategoryEncoder().fit(X, mask)
-                X = self._encoder.transform(X)
-            X = _input.validate_X(self, X, reset=True)
-            if mask is None:
-                mask = _input.resolve_categorical_features(
-                    self.categorical_features, X, X.shape[1], names)
-            self.is_categorical_ = mask
-            return X
-        if self._encoder is not None and _input._is_dataframe(X):
-            X = self._encoder.transform(X)
-        return _input.validate_X(self, X, reset=False)
+        return _input.prepare_X(self, X, reset=reset,
+                                categorical_features=self.categorical_features)
 
     def _validated_X(self, X):
         check_is_fitted(self, "tree_")
