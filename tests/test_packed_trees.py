@@ -62,23 +62,35 @@ def test_views_give_back_the_packed_trees_arrays():
     np.testing.assert_allclose(packed.predict(X), expected, rtol=1e-12)
 
 
-def test_a_tree_whose_siblings_are_not_adjacent_is_renumbered():
-    # Node 0 splits x0 <= 0 into node 2 (left) and node 1 (right); node 2 splits x1 <= 0
-    # into leaves 3 and 4. The walk records keep only the left child, so packing must
-    # renumber the tree; its predictions stay the same.
-    leaf = -1
+# Two trees that packing must renumber, making the same predictions. In both the root
+# splits x0 <= 0 (missing values left), a split of x1 <= 0 below it on the left gives
+# leaves of 20 and 30, and the root's right is a leaf of 10 (node ids in the comments).
+_LEAF = -1
+_RENUMBERED_LAYOUTS = {
+    # 0 -> (2, 1), 2 -> (3, 4): a split's children are not adjacent.
+    "siblings apart": dict(children_left=[2, _LEAF, 3, _LEAF, _LEAF],
+                           children_right=[1, _LEAF, 4, _LEAF, _LEAF],
+                           feature=[0, -2, 1, -2, -2], value=[0.0, 10.0, 0.0, 20.0, 30.0]),
+    # 0 -> (3, 4), 3 -> (1, 2): adjacent children, but numbered before their parent (the
+    # walk records tell a leaf by its left id being below its own).
+    "children first": dict(children_left=[3, _LEAF, _LEAF, 1, _LEAF],
+                           children_right=[4, _LEAF, _LEAF, 2, _LEAF],
+                           feature=[0, -2, -2, 1, -2], value=[0.0, 20.0, 30.0, 0.0, 10.0]),
+}
+
+
+@pytest.mark.parametrize("layout", _RENUMBERED_LAYOUTS)
+def test_a_tree_packing_cannot_walk_as_numbered_is_renumbered(layout):
+    arrays = {name: np.array(values) for name, values in _RENUMBERED_LAYOUTS[layout].items()}
+    split = arrays["feature"] >= 0
     tree = Tree(
-        2, np.array([1]),
-        children_left=np.array([2, leaf, 3, leaf, leaf]),
-        children_right=np.array([1, leaf, 4, leaf, leaf]),
-        feature=np.array([0, -2, 1, -2, -2]),
-        threshold=np.array([0.0, -2.0, 0.0, -2.0, -2.0]),
-        missing_go_to_left=np.array([1, 0, 0, 0, 0]),
+        2, np.array([1]), arrays["children_left"], arrays["children_right"],
+        arrays["feature"], threshold=np.where(split, 0.0, -2.0),
+        missing_go_to_left=(np.arange(5) == 0).astype(np.uint8),
         is_categorical=np.zeros(5, dtype=bool),
         category_bitsets=np.zeros((5, 1), dtype=np.uint64),
-        value=np.array([[0.0], [10.0], [0.0], [20.0], [30.0]]),
-        impurity=np.zeros(5), n_node_samples=np.ones(5, dtype=np.intp),
-        weighted_n_node_samples=np.ones(5))
+        value=arrays["value"][:, None], impurity=np.zeros(5),
+        n_node_samples=np.ones(5, dtype=np.intp), weighted_n_node_samples=np.ones(5))
     X = np.array([[1.0, 0.0], [-1.0, -1.0], [-1.0, 1.0], [np.nan, 1.0], [np.nan, -5.0]])
     packed = PackedTrees([tree])
     np.testing.assert_array_equal(packed.predict(X)[:, 0], [10.0, 20.0, 30.0, 30.0, 20.0])
@@ -86,6 +98,7 @@ def test_a_tree_whose_siblings_are_not_adjacent_is_renumbered():
     internal = view.children_left != -1
     np.testing.assert_array_equal(view.children_right[internal],
                                   view.children_left[internal] + 1)
+    assert np.all(view.children_left[internal] > np.flatnonzero(internal))
     np.testing.assert_array_equal(view.predict(X)[:, 0, 0], tree.predict(X)[:, 0, 0])
 
 
