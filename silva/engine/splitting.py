@@ -269,25 +269,23 @@ for _bit in range(64):
 
 
 @nb.njit(cache=True, inline="always")
-def compact_from_samples(codes_by_sample, f, node_stats, sample_indices, start, end,
-                         missing_bin,
+def compact_from_samples(node_codes, f, node_stats, missing_bin,
                          accumulator, present_bitmap, bins, sums, missing):
     """Compact histogram of one feature straight from the node's samples; returns n_present.
 
     Channels are summed into ``accumulator`` rows that are zeroed on first touch, and a
     bitmap marks the touched bins, which are then read back in increasing order one set
     bit at a time. The cost is O(n + n_bins / 64 + n_present), not O(n_bins): the better
-    deal for the many small nodes near the leaves of a deep tree. Codes are read from the
-    sample-major copy ``codes_by_sample[s, f]``: a small node's samples lie scattered
-    over the data, and this way the first feature loads each sample's row of codes into
-    cache for all the others (feature-major reads missed the cache once per sample and
-    feature). ``present_bitmap`` must be all zeros on entry and is left so.
+    deal for the many small nodes near the leaves of a deep tree. ``node_codes`` and
+    ``node_stats`` are the node's own contiguous rows of the grower's ordered copies
+    (sample-major, so that one row of codes serves every feature drawn).
+    ``present_bitmap`` must be all zeros on entry and is left so.
     """
     n_channels = node_stats.shape[1]
     for c in range(n_channels):
         missing[c] = 0.0
-    for i in range(end - start):
-        code = np.int64(codes_by_sample[sample_indices[start + i], f])
+    for i in range(node_codes.shape[0]):
+        code = np.int64(node_codes[i, f])
         if code == missing_bin:
             for c in range(n_channels):
                 missing[c] += node_stats[i, c]
@@ -442,7 +440,7 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
 
 
 @nb.njit(cache=True)
-def make_split_scratch(n_samples, n_features, n_bins, n_channels, n_words):
+def make_split_scratch(n_features, n_bins, n_channels, n_words):
     """Buffers one tree's split searches reuse, so that small nodes allocate nothing."""
     return (
         np.empty(n_features, dtype=np.int64),          # 0 feature visiting order
@@ -451,11 +449,10 @@ def make_split_scratch(n_samples, n_features, n_bins, n_channels, n_words):
         np.empty((n_bins, n_channels)),                # 3 per-bin accumulator
         np.zeros((n_bins + 63) // 64, dtype=np.uint64),  # 4 bitmap of touched bins
         np.empty(n_bins + 1),                          # 5 category scores
-        np.empty((n_samples, n_channels)),             # 6 node's statistic channels
-        np.empty((5, n_channels)),                     # 7 missing, left, right, best left
+        np.empty((5, n_channels)),                     # 6 missing, left, right, best left
                                                        #   of a feature, best left of node
-        np.empty(n_words, dtype=np.uint64),            # 8 candidate category bitset
-        np.empty(n_features, dtype=np.uint64),         # 9 per-feature random seeds
+        np.empty(n_words, dtype=np.uint64),            # 7 candidate category bitset
+        np.empty(n_features, dtype=np.uint64),         # 8 per-feature random seeds
     )
 
 
@@ -465,20 +462,23 @@ def winning_left_sums(scratch):
 
     Valid until the next call with the same ``scratch``; not set under absolute_error.
     """
-    return scratch[7][4]
+    return scratch[6][4]
 
 
 @nb.njit(cache=True)
-def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_by_sample,
-                    stats, y, weight, sample_indices, start, end, node_sums, parent_impurity,
+def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered_codes,
+                    ordered_stats, stats, y, weight, sample_indices, start, end, node_sums,
+                    parent_impurity,
                     root_weight, n_value_bins, is_categorical, missing_bin, lower, upper,
                     min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
                     n_classes, scratch, out_bitset):
     """Best split of the node holding ``sample_indices[start:end]``.
 
-    ``bin_codes`` is feature-major, ``codes_by_sample`` the same codes sample-major.
-    ``hist`` is the node's dense histogram when ``use_histogram`` is true; otherwise the
-    compact histograms are summed from the samples. Under absolute_error (which
+    ``bin_codes`` is feature-major and indexed by sample id; ``ordered_codes`` and
+    ``ordered_stats`` hold each sample's codes and statistic channels in the order of
+    ``sample_indices`` (the node's are rows ``start:end``). ``hist`` is the node's dense
+    histogram when ``use_histogram`` is true; otherwise the compact histograms are summed
+    from the node's rows. Under absolute_error (which
     histograms cannot serve) each feature is searched from order statistics of ``y`` and
     ``weight`` by :mod:`silva.engine.absolute_error`. ``scratch`` comes from
     :func:`make_split_scratch`.
@@ -489,7 +489,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_b
     channel sums of the returned split (not under absolute_error) from ``scratch``.
     """
     (feature_order, scratch_bins, scratch_sums, accumulator, present_bitmap,
-     scratch_scores, node_stats, side_sums, bitset, all_seeds) = scratch
+     scratch_scores, side_sums, bitset, all_seeds) = scratch
     n_features = bin_codes.shape[0]
     n_channels = node_sums.shape[0]
     n_words = out_bitset.shape[0]
@@ -505,11 +505,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_b
     if order_statistics:
         use_histogram = False
         parallel = False
-    elif not use_histogram:
-        for i in range(start, end):
-            s = sample_indices[i]
-            for c in range(n_channels):
-                node_stats[i - start, c] = stats[s, c]
+    node_codes = ordered_codes[start:end]
+    node_stats = ordered_stats[start:end]
 
     best_gain = _NO_SPLIT
     best_feature = -1
@@ -577,7 +574,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, codes_b
                                                        scratch_bins, scratch_sums, missing)
                 else:
                     n_present = compact_from_samples(
-                        codes_by_sample, f, node_stats, sample_indices, start, end, missing_bin,
+                        node_codes, f, node_stats, missing_bin,
                         accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
                     )
                 gain, last_left_bin, missing_left, constant = evaluate_feature(
