@@ -197,6 +197,7 @@ SEARCH_CASES = [
     ("gini", {}), ("entropy", {"max_leaf_nodes": 40}), ("misclassification", {}),
     ("gini", {"max_features": 3, "random_state": 4}),
     ("gini", {"splitter": "random", "random_state": 7}),
+    ("squared_error", {"splitter": "random", "max_features": 4, "random_state": 3}),
     ("squared_error", {}), ("poisson", {"min_samples_leaf": 3}),
     ("friedman_mse", {"max_leaf_nodes": 30}),
     ("twoing", {}), ("gain_ratio", {"max_leaf_nodes": 40}),

@@ -314,22 +314,93 @@ def compact_from_samples(node_codes, f, node_stats, missing_bin,
     return n_present
 
 
+@nb.njit(cache=True, inline="always")
+def _random_threshold(lower_f, upper_f, low_bin, high_bin, seed):
+    """Extra trees' threshold, drawn uniformly between the smallest value of bin
+    ``low_bin`` and the largest of bin ``high_bin`` (the node's value range)."""
+    rng = np.empty(1, dtype=np.uint64)
+    rng[0] = seed
+    low = lower_f[low_bin]
+    return low + uniform(rng) * (upper_f[high_bin] - low)
+
+
 @nb.njit(cache=True)
 def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
     """Extra trees: index of the last bin left of a threshold drawn uniformly in the
     node's value range; -1 when the feature is constant in the node."""
     if n_present < 2:
         return -1
-    low = lower_f[bins[0]]
-    high = upper_f[bins[n_present - 1]]
-    rng = np.empty(1, dtype=np.uint64)
-    rng[0] = seed
-    threshold = low + uniform(rng) * (high - low)
+    threshold = _random_threshold(lower_f, upper_f, bins[0], bins[n_present - 1], seed)
     position = 0
     for i in range(n_present - 1):
         if upper_f[bins[i]] <= threshold:
             position = i
     return position
+
+
+@nb.njit(cache=True, inline="always")
+def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, upper_f, seed,
+                              bins, sums, missing):
+    """Extra trees on a numeric feature: the compact histogram that the random scan needs,
+    summed straight from the node's rows; returns its n_present (0, 1 or 2).
+
+    The random scan reads only the node's smallest and largest bins (the threshold is
+    drawn between them, as :func:`_random_numeric_position` does) and the sums on each
+    side of the threshold. So instead of a per-bin histogram this builds one of at most
+    two entries, ``[last bin left of the threshold, largest bin]`` with each side's sums,
+    in two light passes over the rows (the range, then the sides). Scanned at position 0
+    (:func:`evaluate_numeric`) it gives the split a full histogram gives.
+    """
+    n_channels = node_stats.shape[1]
+    n_rows = node_codes.shape[0]
+    for c in range(n_channels):
+        missing[c] = 0.0
+        sums[0, c] = 0.0
+        sums[1, c] = 0.0
+    low_bin = missing_bin
+    high_bin = -1
+    for i in range(n_rows):
+        code = np.int64(node_codes[i, f])
+        if code == missing_bin:
+            for c in range(n_channels):
+                missing[c] += node_stats[i, c]
+        else:
+            low_bin = min(low_bin, code)
+            high_bin = max(high_bin, code)
+    if high_bin < 0:
+        return 0
+    # Bins up to ``limit`` go left: the largest bin below the node's largest whose values
+    # lie at or below the threshold (bins' largest values increase with the bin), found
+    # by bisection; the smallest bin when none does.
+    limit = high_bin
+    if low_bin < high_bin:
+        threshold = _random_threshold(lower_f, upper_f, low_bin, high_bin, seed)
+        limit = low_bin
+        first, last = low_bin, high_bin - 1
+        while first <= last:
+            middle = (first + last) >> 1
+            if upper_f[middle] <= threshold:
+                limit = middle
+                first = middle + 1
+            else:
+                last = middle - 1
+    # Without branches on the side (a data-dependent branch mispredicts about every other
+    # row of a large node): each row adds its channels times 0 or 1 to each side.
+    # ``missing_bin`` is above every value bin, so missing rows go to neither side.
+    last_left_bin = low_bin
+    for i in range(n_rows):
+        code = np.int64(node_codes[i, f])
+        goes_left = code <= limit
+        goes_right = (code != missing_bin) & (not goes_left)
+        last_left_bin = max(last_left_bin, code if goes_left else low_bin)
+        for c in range(n_channels):
+            sums[0, c] += np.float64(goes_left) * node_stats[i, c]
+            sums[1, c] += np.float64(goes_right) * node_stats[i, c]
+    bins[0] = last_left_bin
+    if low_bin == high_bin:
+        return 1
+    bins[1] = high_bin
+    return 2
 
 
 @nb.njit(cache=True, inline="always")
@@ -379,6 +450,16 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
         random_position = _random_numeric_position(bins, n_present, lower[f], upper[f], seed)
         if random_position < 0:
             random_position = n_present - 1  # only "missing versus the rest" is left
+    return evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums,
+                            min_samples_leaf, min_weight_leaf, random_position, left,
+                            best_left)
+
+
+@nb.njit(cache=True, inline="always")
+def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+                     min_weight_leaf, random_position, left, best_left):
+    """Best threshold of a numeric feature's compact histogram (at ``random_position``
+    only, when it is not negative): ``(score, last_left_bin, missing_go_left, False)``."""
     # Each branch calls its criterion's own compiled scan (see _make_scans).
     if criterion == GINI:
         gain, last_left_bin, missing_left = _scan_numeric_gini(
@@ -569,20 +650,34 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         if is_categorical[f]:
                             out_bitset[:] = bitset
                     continue
-                if use_histogram:
-                    n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin,
-                                                       scratch_bins, scratch_sums, missing)
+                if use_random and not use_histogram and not is_categorical[f]:
+                    # Extra trees straight from the rows: no per-bin histogram.
+                    n_present = random_split_from_samples(
+                        node_codes, f, node_stats, missing_bin, lower[f], upper[f], seeds[j],
+                        scratch_bins, scratch_sums, missing)
+                    constant = n_present + (1 if missing[0] > 0 else 0) < 2
+                    gain, last_left_bin, missing_left = _NO_SPLIT, -1, False
+                    if not constant:
+                        gain, last_left_bin, missing_left, _ = evaluate_numeric(
+                            criterion, scratch_bins, scratch_sums, n_present, missing,
+                            node_sums, min_samples_leaf, min_weight_leaf, 0, left,
+                            feature_left)
                 else:
-                    n_present = compact_from_samples(
-                        node_codes, f, node_stats, missing_bin,
-                        accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
+                    if use_histogram:
+                        n_present = compact_from_histogram(
+                            hist[f], n_value_bins[f], missing_bin, scratch_bins, scratch_sums,
+                            missing)
+                    else:
+                        n_present = compact_from_samples(
+                            node_codes, f, node_stats, missing_bin,
+                            accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
+                        )
+                    gain, last_left_bin, missing_left, constant = evaluate_feature(
+                        criterion, f, is_categorical[f], scratch_bins, scratch_sums,
+                        n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+                        use_random, seeds[j], n_classes, lower, upper, left, scratch_scores,
+                        bitset, feature_left,
                     )
-                gain, last_left_bin, missing_left, constant = evaluate_feature(
-                    criterion, f, is_categorical[f], scratch_bins, scratch_sums, n_present,
-                    missing, node_sums, min_samples_leaf, min_weight_leaf, use_random,
-                    seeds[j], n_classes, lower, upper, left, scratch_scores, bitset,
-                    feature_left,
-                )
                 n_non_constant += not constant
                 if gain > best_gain:
                     best_gain = gain
