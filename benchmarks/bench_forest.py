@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import os
 import platform
@@ -92,21 +93,11 @@ def _reset_peak():
 
 def make_model(library, kind, task, n_estimators):
     classification = task == "classification"
-    if library == "silva":
-        import silva
-
-        cls = {("rf", True): silva.RandomForestClassifier,
-               ("rf", False): silva.RandomForestRegressor,
-               ("et", True): silva.ExtraTreesClassifier,
-               ("et", False): silva.ExtraTreesRegressor}[kind, classification]
-        return cls(n_estimators=n_estimators, n_jobs=-1, random_state=0)
-    if library == "sklearn":
-        from sklearn import ensemble
-
-        cls = {("rf", True): ensemble.RandomForestClassifier,
-               ("rf", False): ensemble.RandomForestRegressor,
-               ("et", True): ensemble.ExtraTreesClassifier,
-               ("et", False): ensemble.ExtraTreesRegressor}[kind, classification]
+    if library in ("silva", "sklearn"):
+        # The same class names in both libraries.
+        module = importlib.import_module("silva" if library == "silva" else "sklearn.ensemble")
+        family = {"rf": "RandomForest", "et": "ExtraTrees"}[kind]
+        cls = getattr(module, family + ("Classifier" if classification else "Regressor"))
         return cls(n_estimators=n_estimators, n_jobs=-1, random_state=0)
     if library == "ydf":
         import ydf

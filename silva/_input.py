@@ -328,6 +328,19 @@ def check_categorical_codes(X, mask, max_bins, feature_names):
             )
 
 
+def regression_target(y):
+    """``y`` as float64 for a regressor; a clear error when it is not numeric or holds
+    NaN or infinity (naming the first such sample)."""
+    try:
+        y = y.astype(np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"y must be numeric for regression: {error}") from None
+    if not np.all(np.isfinite(y)):
+        bad = np.flatnonzero(~np.isfinite(y))[0]
+        raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
+    return y
+
+
 def check_sample_weight(sample_weight, n_samples):
     """Validated float64 sample weights (ones when None)."""
     if sample_weight is None:

@@ -435,13 +435,7 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
         self._checked_estimator()
         X = self._prepare_X(X, reset=True)
         y = _one_dimensional_y(self, y, X.shape[0])
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"y must be numeric for regression: {error}") from None
-        if not np.all(np.isfinite(y)):
-            bad = np.flatnonzero(~np.isfinite(y))[0]
-            raise ValueError(f"y contains NaN or infinity (first at sample {bad}).")
+        y = _input.regression_target(y)
         return self._fit(X, y, sample_weight)
 
     def predict(self, X):

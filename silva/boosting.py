@@ -859,14 +859,7 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
 
     @staticmethod
     def _encode_target(y):
-        try:
-            y = y.astype(np.float64)
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"y must be numeric for regression: {error}") from None
-        if not np.all(np.isfinite(y)):
-            bad = np.flatnonzero(~np.isfinite(y))[0]
-            raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
-        return y
+        return _input.regression_target(y)
 
     def _encode_eval_y(self, y, j):
         try:

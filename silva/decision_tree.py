@@ -67,13 +67,7 @@ def regression_inputs(estimator, X, y, sample_weight):
         raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
                          f"; got {estimator.criterion!r}.")
     X, y = estimator._prepare_X_y(X, y)
-    try:
-        y = y.astype(np.float64)
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"y must be numeric for regression: {error}") from None
-    if not np.all(np.isfinite(y)):
-        bad = np.flatnonzero(~np.isfinite(y))[0]
-        raise ValueError(f"y contains NaN or infinity (first at sample {bad}: {y[bad]}).")
+    y = _input.regression_target(y)
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
     offset = 0.0
     if code == criteria.POISSON:
