@@ -80,25 +80,33 @@ class _ThreadChoice:
     other way, so that the choice follows the load. No kernel's result depends on the
     number of threads (the grower's parallel blocks depend only on node sizes), so this
     changes speed only, never the model.
+
+    The first iteration runs parallel and is not timed: it touches the fit's buffers
+    for the first time (page faults), which once made it look slower than a serial
+    iteration and sent the next ``probe_every`` iterations to one thread. The second
+    is timed parallel, the third serial, and the faster way is kept from then on.
     """
 
     def __init__(self, probe_every=25):
         self.threads = numba.get_num_threads()
         self.probe_every = probe_every
-        self.seconds = {True: 0.0, False: np.inf}  # last time per iteration, per choice
+        self.seconds = {True: np.inf, False: np.inf}  # last time per iteration, per choice
         self.count = 0
 
     def parallel(self):
         """Whether the next iteration should run parallel."""
         if self.threads == 1:
             return False
-        best = self.seconds[True] <= self.seconds[False]
         self.count += 1
-        # The second iteration, then one in probe_every, tries the other way.
-        return not best if self.count % self.probe_every == 2 else best
+        if self.count <= 2:
+            return True
+        best = self.seconds[True] <= self.seconds[False]
+        # The third iteration, then one in probe_every, tries the other way.
+        return not best if self.count % self.probe_every == 3 else best
 
     def record(self, parallel, seconds):
-        self.seconds[parallel] = seconds
+        if self.count > 1:  # the first iteration is a warm-up (see above)
+            self.seconds[parallel] = seconds
 
 
 # ------------------------------------------------------------------- metrics

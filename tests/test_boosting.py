@@ -305,3 +305,30 @@ def test_verbose_logs_metrics_and_unfired_early_stopping_keeps_best(capsys):
     curve = model.evals_result_["validation"]["loss"]
     assert model.best_iteration_ == int(np.argmin(curve))
     assert model.n_iter_ == model.best_iteration_ + 1
+
+
+def test_thread_choice_ignores_the_warm_up_iteration():
+    """The first iteration (page faults on fresh buffers) is not timed: a slow first
+    parallel iteration must not send the following iterations to one thread."""
+    from silva.boosting import _ThreadChoice
+
+    choice = _ThreadChoice(probe_every=25)
+    choice.threads = 2
+    seconds = {True: 1.0, False: 2.0}  # parallel is the faster way once warm
+    ways = []
+    for iteration in range(30):
+        parallel = choice.parallel()
+        ways.append(parallel)
+        choice.record(parallel, 50.0 if iteration == 0 else seconds[parallel])
+    # Warm-up and timed parallel, one serial probe, then parallel except the next probe.
+    assert ways[:3] == [True, True, False]
+    assert ways[3:] == [count % 25 != 3 for count in range(4, 31)]
+    # And when one thread is faster, the choice moves to it after its probe.
+    choice = _ThreadChoice(probe_every=25)
+    choice.threads = 2
+    ways = []
+    for _ in range(6):
+        parallel = choice.parallel()
+        ways.append(parallel)
+        choice.record(parallel, 3.0 if parallel else 1.0)
+    assert ways == [True, True, False, False, False, False]
