@@ -121,17 +121,97 @@ def _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone, cons
     return score_given_output(lg, lh, l1, l2, wl) + score_given_output(rg, rh, l1, l2, wr)
 
 
+@nb.njit(cache=True, error_model="numpy")
+def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
+                     min_child_weight, scores):
+    """``scores[b]``: the children's total score (``leaf_score`` of each side) of the
+    candidate whose left child has the sums ``left[:, b]`` (weight, gradient, hessian
+    rows), or NO_GAIN where a child is empty or breaks ``min_samples_leaf`` /
+    ``min_child_weight``.
+
+    Branch-free, so that LLVM vectorises the loop: the two divisions per candidate were
+    most of a node's scan. ``error_model="numpy"`` drops Python's zero-division check
+    (a division by a non-positive denominator is computed, then discarded by the
+    select); every kept score is computed with exactly the operations of
+    :func:`leaf_score`, so it is bit-for-bit the same.
+    """
+    for b in range(n_candidates):
+        lc = left[0, b]
+        lg = left[1, b]
+        lh = left[2, b]
+        rc = node_sums[0] - lc
+        rg = node_sums[1] - lg
+        rh = node_sums[2] - lh
+        # threshold_l1(g, l1) without branches: g - clip(g, -l1, l1).
+        tl = lg - max(-l1, min(lg, l1))
+        tr = rg - max(-l1, min(rg, l1))
+        dl = lh + l2
+        dr = rh + l2
+        sl = tl * tl / dl
+        sr = tr * tr / dr
+        score = (sl if dl > 0.0 else 0.0) + (sr if dr > 0.0 else 0.0)
+        valid = ((lc >= min_samples_leaf) & (rc >= min_samples_leaf) & (lc > 0.0)
+                 & (rc > 0.0) & (lh >= min_child_weight) & (rh >= min_child_weight))
+        scores[b] = score if valid else NO_GAIN
+
+
+@nb.njit(cache=True)
+def _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params,
+                                has_missing, best_left, scratch):
+    """:func:`scan_numeric` without monotonic bounds or ``max_delta_step``: the left
+    sums of every candidate first (a serial running sum), then all their scores at
+    once (:func:`_children_scores`), then the first best in the scalar scan's order.
+    ``scratch`` (4, >= n_bins_f) holds the left sums (rows 0-2) and the scores."""
+    left = scratch[:3]
+    scores = scratch[3]
+    best = NO_GAIN
+    best_bin = -1
+    best_missing_left = False
+    n_directions = 2 if has_missing else 1
+    for direction in range(n_directions):
+        missing_left = direction == 1
+        lc = hist_f[missing_bin, 0] if missing_left else 0.0
+        lg = hist_f[missing_bin, 1] if missing_left else 0.0
+        lh = hist_f[missing_bin, 2] if missing_left else 0.0
+        for b in range(n_bins_f):
+            lc += hist_f[b, 0]
+            lg += hist_f[b, 1]
+            lh += hist_f[b, 2]
+            left[0, b] = lc
+            left[1, b] = lg
+            left[2, b] = lh
+        # The last bin is a candidate only as "every value left, missing right".
+        n_candidates = n_bins_f if has_missing and not missing_left else n_bins_f - 1
+        _children_scores(left, n_candidates, node_sums, params[L1], params[L2],
+                         params[MIN_SAMPLES_LEAF], params[MIN_CHILD_WEIGHT], scores)
+        for b in range(n_candidates):
+            # An empty bin gives the same partition as the previous one.
+            if scores[b] > best and (hist_f[b, 0] > 0.0 or b == n_bins_f - 1):
+                best = scores[b]
+                best_bin = b if b < n_bins_f - 1 else ALL_VALUE_BINS
+                best_left[0] = left[0, b]
+                best_left[1] = left[1, b]
+                best_left[2] = left[2, b]
+                best_missing_left = missing_left
+                if not has_missing:
+                    best_missing_left = left[0, b] > node_sums[0] - left[0, b]
+    return best, best_bin, best_missing_left
+
+
 @nb.njit(cache=True)
 def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
-                 constrained, best_left):
+                 constrained, best_left, scratch):
     """Best threshold of one numeric feature.
 
     Returns ``(children_score, last_left_bin, missing_go_left)``; bins ``<=
     last_left_bin`` go left (``ALL_VALUE_BINS``: every value left, missing right), and
-    ``best_left`` receives the left child's sums.
+    ``best_left`` receives the left child's sums. ``scratch``: (4, >= n_bins_f) floats.
     """
     # A relative tolerance: after histogram subtraction an empty bin may hold rounding noise.
     has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
+    if not constrained:
+        return _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params,
+                                           has_missing, best_left, scratch)
     best = NO_GAIN
     best_bin = -1
     best_missing_left = False
@@ -229,7 +309,7 @@ def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, up
 @nb.njit(cache=True, inline="always")
 def _scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
                   params, lower, upper, constrained, feature_score, feature_bin,
-                  feature_missing_left, feature_left, feature_bitset):
+                  feature_missing_left, feature_left, feature_bitset, scratch):
     if is_categorical[f]:
         score, missing_left = scan_categorical(hist[f], n_value_bins[f], missing_bin,
                                                node_sums, params, lower, upper, constrained,
@@ -238,7 +318,7 @@ def _scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin,
     else:
         score, split_bin, missing_left = scan_numeric(
             hist[f], n_value_bins[f], missing_bin, node_sums, params, lower, upper,
-            monotonic[f], constrained, feature_left[f])
+            monotonic[f], constrained, feature_left[f], scratch)
     feature_score[f] = score
     feature_bin[f] = split_bin
     feature_missing_left[f] = missing_left
@@ -252,20 +332,21 @@ def _scan_parallel(candidates, n_candidates, hist, n_value_bins, is_categorical,
         _scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
                       missing_bin, node_sums, params, lower, upper, constrained,
                       feature_score, feature_bin, feature_missing_left, feature_left,
-                      feature_bitset)
+                      feature_bitset, np.empty((4, hist.shape[1])))
 
 
 @nb.njit(cache=True)
 def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
                     missing_bin, node_sums, params, lower, upper, constrained, parallel,
                     feature_score, feature_bin, feature_missing_left, feature_left,
-                    feature_bitset):
+                    feature_bitset, scratch):
     """Best split of a node over ``candidates[:n_candidates]`` (see the module docstring).
 
-    ``feature_*`` are per-feature scratch arrays. Returns ``(gain, feature, last_left_bin,
-    missing_go_left)`` with ``gain = 1/2 (children - parent score) - min_split_gain``;
-    ``feature = -1`` when no candidate passes the rules. The winner's left sums and
-    category bitset stay in ``feature_left[feature]`` and ``feature_bitset[feature]``.
+    ``feature_*`` are per-feature scratch arrays, ``scratch`` (4, n_bins) the serial
+    scan's. Returns ``(gain, feature, last_left_bin, missing_go_left)`` with ``gain = 1/2
+    (children - parent score) - min_split_gain``; ``feature = -1`` when no candidate
+    passes the rules. The winner's left sums and category bitset stay in
+    ``feature_left[feature]`` and ``feature_bitset[feature]``.
     """
     if parallel:
         _scan_parallel(candidates, n_candidates, hist, n_value_bins, is_categorical,
@@ -277,7 +358,7 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
             _scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
                           missing_bin, node_sums, params, lower, upper, constrained,
                           feature_score, feature_bin, feature_missing_left, feature_left,
-                          feature_bitset)
+                          feature_bitset, scratch)
     best = NO_GAIN
     best_feature = -1
     for j in range(n_candidates):
