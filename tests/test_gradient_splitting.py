@@ -97,4 +97,4 @@ def test_numeric_scan_breaks_ties_by_the_first_candidate():
     params = np.zeros(6)
     score, split_bin, left = _scan(hist, 4, params)
     assert split_bin == 0 and left[0] == 1
-    assert score == 2.0  # 1^2/1 on each side
+    assert score == 1.0 + 1.0 / 3.0  # G^2/H: 1/1 left, (-1)^2/3 right
