@@ -30,7 +30,9 @@ Sampling: ``subsample`` (Friedman 2002, stochastic gradient boosting) or
 """
 
 import numbers
+import queue
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -107,6 +109,69 @@ class _ThreadChoice:
     def record(self, parallel, seconds):
         if self.count > 1:  # the first iteration is a warm-up (see above)
             self.seconds[parallel] = seconds
+
+
+class _IterationGrower:
+    """Grows an iteration's trees, one per output column of the gradients.
+
+    One after the other, each with the grower's own parallel passes over row blocks; or,
+    when asked to run parallel with several trees (one per class), the trees at once in
+    a pool of threads, each grown serially (``serial=True``: the same row blocks one
+    after the other) on a workspace of its own. Each tree's inputs (feature mask, seed)
+    are drawn beforehand, so the trees are the same either way: the multiclass trees
+    grow about twice as fast on two cores, where most nodes are too small for parallel
+    passes.
+    """
+
+    def __init__(self, workspace, use_hessian, n_threads, args_before_mask,
+                 args_before_seed, n_words):
+        self.workspaces = [workspace]
+        self.use_hessian = use_hessian
+        self.n_threads = n_threads
+        self.args_before_mask = args_before_mask
+        self.args_before_seed = args_before_seed
+        self.n_words = n_words
+
+    def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
+             serial):
+        """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
+        gg.fill_statistics(grad, hess, column, weight, self.use_hessian, in_bag,
+                           workspace[3], serial)
+        sample_indices = in_bag.copy()
+        # The grower's parallel loops run over a few row blocks each: hand them out one
+        # at a time, so that a thread the OS stalls holds up one block, not half of them.
+        chunksize = numba.set_parallel_chunksize(1)
+        try:
+            table, bitsets = gg.grow_gradient_tree(
+                workspace, sample_indices, *self.args_before_mask, feature_mask,
+                *self.args_before_seed, seed, self.n_words, serial)
+        finally:
+            numba.set_parallel_chunksize(chunksize)
+        return table, bitsets, sample_indices
+
+    def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
+        """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
+        n_workers = min(self.n_threads, len(draws)) if parallel else 1
+        if n_workers == 1:
+            return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
+                              serial=False)
+                    for k, (mask, seed) in enumerate(draws)]
+        while len(self.workspaces) < n_workers:
+            self.workspaces.append(gg.clone_workspace(self.workspaces[0]))
+        free = queue.SimpleQueue()
+        for workspace in self.workspaces[:n_workers]:
+            free.put(workspace)
+
+        def grow_one(k):
+            workspace = free.get()
+            try:
+                return self.grow(k, *draws[k], grad, hess, weight, in_bag, workspace,
+                                 serial=True)
+            finally:
+                free.put(workspace)
+
+        with ThreadPoolExecutor(n_workers) as pool:
+            return list(pool.map(grow_one, range(len(draws))))
 
 
 # ------------------------------------------------------------------- metrics
@@ -502,6 +567,13 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         import time
 
         choice = _ThreadChoice()
+        grower = _IterationGrower(
+            workspace, use_hessian, choice.threads,
+            (binner.n_value_bins_, self.is_categorical_.astype(np.uint8), binner.missing_bin_,
+             binner.bin_thresholds_),
+            (monotonic, interaction_sets, params, p["max_depth"], p["max_leaf_nodes"],
+             self.growth == "depthwise", n_bynode),
+            n_words)
         iterations = progress(range(begin, end), total=end - begin,
                               enabled=bool(self.verbose), desc=type(self).__name__)
         try:
@@ -527,31 +599,21 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                     out_of_bag = np.flatnonzero(out_of_bag_mask)
                 t1 = time.perf_counter()
                 self._timings["gradients"] += t1 - t0
-                iteration_trees = []
-                for k in range(K):
-                    t1 = time.perf_counter()
-                    gg.fill_statistics(grad, hess, k, weight, use_hessian, in_bag, workspace[3])
+                # Every draw from rng in class order, before any tree grows, so that
+                # the trees are the same whether they grow one after the other or at once.
+                draws = []
+                for _ in range(K):
                     feature_mask = np.ones(n_features, dtype=np.uint8)
                     if n_bytree < n_features:
                         feature_mask[:] = 0
                         feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
-                    sample_indices = in_bag.copy()
-                    seed = seed_from_random_state(rng)
-                    # The grower's parallel loops run over a few row blocks each: hand them
-                    # out one at a time, so that a thread the OS stalls holds up one block,
-                    # not half of them (the blocks do not depend on the number of threads).
-                    chunksize = numba.set_parallel_chunksize(1)
-                    try:
-                        table, bitsets = gg.grow_gradient_tree(
-                            workspace, sample_indices, binner.n_value_bins_,
-                            self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-                            binner.bin_thresholds_, feature_mask, monotonic, interaction_sets,
-                            params, p["max_depth"], p["max_leaf_nodes"],
-                            self.growth == "depthwise", n_bynode, seed, n_words)
-                    finally:
-                        numba.set_parallel_chunksize(chunksize)
+                    draws.append((feature_mask, seed_from_random_state(rng)))
+                t1 = time.perf_counter()
+                grown = grower.grow_all(draws, grad, hess, weight, in_bag, parallel)
+                self._timings["grow"] += time.perf_counter() - t1
+                iteration_trees = []
+                for k, (table, bitsets, sample_indices) in enumerate(grown):
                     t2 = time.perf_counter()
-                    self._timings["grow"] += t2 - t1
                     values = table[:, gg.VALUE].copy()
                     is_leaf = table[:, gg.LEFT] == gg.LEAF
                     if line_search is not None:

@@ -229,10 +229,14 @@ def test_interaction_constraints():
             stack += [(tree.children_left[node], used), (tree.children_right[node], used)]
 
 
-def test_same_model_whatever_the_thread_count():
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_same_model_whatever_the_thread_count(n_classes):
     # 70,000 rows, so that the 70% in-bag sample (49,000) is above the grower's
-    # 2 * BLOCK_ROWS threshold and its parallel block passes run.
-    X, y = make_classification(70000, 8, random_state=0)
+    # 2 * BLOCK_ROWS threshold and its parallel block passes run. With three classes
+    # and two threads, the trees of an iteration also grow at once in two threads, each
+    # running the same row blocks serially.
+    X, y = make_classification(70000, 8, n_informative=5, n_classes=n_classes,
+                               random_state=0)
     X[::7, 2] = np.nan
     params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
     previous = numba.get_num_threads()

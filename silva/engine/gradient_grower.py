@@ -157,19 +157,44 @@ def make_workspace(bin_codes, n_bins):
     return rows, codes, index, stats, histograms
 
 
+@nb.njit(cache=True, inline="always")
+def _fill_sample(s, gradient, hessian, column, weight, use_hessian, stats):
+    w = weight[s]
+    stats[s, 0] = w
+    stats[s, 1] = w * gradient[s, column]
+    stats[s, 2] = w * hessian[s, column] if use_hessian else w
+    stats[s, 3] = 0.0
+
+
+def clone_workspace(workspace):
+    """A workspace of its own for a tree grown at the same time in another thread: the
+    unchanging rows ``[2]`` copied, everything else fresh."""
+    rows, codes, index, stats, histograms = workspace
+    new_rows = _aligned_zeros(rows.shape, rows.dtype)
+    new_rows[2] = rows[2]
+    return (new_rows, new_rows.view(codes.dtype), new_rows.view(np.int32),
+            _aligned_zeros(stats.shape, stats.dtype),
+            _aligned_zeros(histograms.shape, histograms.dtype))
+
+
 @nb.njit(cache=True, parallel=True)
-def fill_statistics(gradient, hessian, column, weight, use_hessian, rows, stats):
+def _fill_parallel(gradient, hessian, column, weight, use_hessian, rows, stats):
+    for i in nb.prange(rows.shape[0]):
+        _fill_sample(rows[i], gradient, hessian, column, weight, use_hessian, stats)
+
+
+@nb.njit(cache=True, nogil=True)
+def fill_statistics(gradient, hessian, column, weight, use_hessian, rows, stats, serial):
     """``stats[s] = (w_s, w_s g_s, w_s h_s, 0)`` for ``s`` in ``rows``, from column
     ``column`` of the (n_samples, n_outputs) gradients and hessians; with
     ``use_hessian`` False the third channel is ``w_s`` (Friedman's least-squares fit of
-    the negative gradient)."""
-    for i in nb.prange(rows.shape[0]):
-        s = rows[i]
-        w = weight[s]
-        stats[s, 0] = w
-        stats[s, 1] = w * gradient[s, column]
-        stats[s, 2] = w * hessian[s, column] if use_hessian else w
-        stats[s, 3] = 0.0
+    the negative gradient). ``serial``: no parallel region (see
+    :func:`grow_gradient_tree`)."""
+    if serial:
+        for i in range(rows.shape[0]):
+            _fill_sample(rows[i], gradient, hessian, column, weight, use_hessian, stats)
+    else:
+        _fill_parallel(gradient, hessian, column, weight, use_hessian, rows, stats)
 
 
 @intrinsic
@@ -240,29 +265,41 @@ def _histogram_rows(hist, codes, index, stats, start, end, n_features):
             _add4(hist, (f * n_bins + np.int64(codes[i, f])) * N_CHANNELS, stats, source)
 
 
+@nb.njit(cache=True, inline="always")
+def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
+                     n_blocks):
+    n_rows = end - start
+    target = hist if k == 0 else parts[k - 1]
+    _histogram_rows(target, codes, index, stats, start + k * n_rows // n_blocks,
+                    start + (k + 1) * n_rows // n_blocks, n_features)
+
+
+@nb.njit(cache=True, inline="always")
+def _add_blocks(f, hist, parent, parts, subtract, n_blocks):
+    # Blocks in order: the same sums whatever thread computed which block.
+    for k in range(n_blocks - 1):
+        for b in range(hist.shape[1]):
+            for c in range(N_CHANNELS):
+                hist[f, b, c] += parts[k, f, b, c]
+    if subtract:
+        for b in range(hist.shape[1]):
+            for c in range(N_CHANNELS):
+                parent[f, b, c] -= hist[f, b, c]
+
+
 @nb.njit(cache=True, parallel=True)
 def _histogram_blocks(hist, parent, parts, codes, index, stats, start, end, n_features,
                       subtract, n_blocks):
-    n_rows = end - start
     for k in nb.prange(n_blocks):
-        target = hist if k == 0 else parts[k - 1]
-        _histogram_rows(target, codes, index, stats, start + k * n_rows // n_blocks,
-                        start + (k + 1) * n_rows // n_blocks, n_features)
+        _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
+                         n_blocks)
     for f in nb.prange(n_features):
-        # Blocks in order: the same sums whatever thread computed which block.
-        for k in range(n_blocks - 1):
-            for b in range(hist.shape[1]):
-                for c in range(N_CHANNELS):
-                    hist[f, b, c] += parts[k, f, b, c]
-        if subtract:
-            for b in range(hist.shape[1]):
-                for c in range(N_CHANNELS):
-                    parent[f, b, c] -= hist[f, b, c]
+        _add_blocks(f, hist, parent, parts, subtract, n_blocks)
 
 
 @nb.njit(cache=True)
 def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_features,
-                   subtract):
+                   subtract, serial):
     """The node's histogram ``hist`` (n_features, n_bins, 4) and, with ``subtract``,
     ``parent -= hist`` (the sibling's histogram).
 
@@ -273,13 +310,20 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     fewer than ``2 * BLOCK_ROWS`` samples is one pass that adds its samples in order (the
     sums of :func:`silva.engine.histogram.build_histogram`); a larger node is split into
     row blocks, summed in parallel into ``parts`` (at least ``MAX_BLOCKS - 1``
-    histograms) and then added block after block.
+    histograms) and then added block after block (with ``serial``, the same blocks one
+    after the other, so the same sums).
     """
     n_blocks = _n_blocks(end - start)
     if n_blocks == 1:
         _histogram_rows(hist, codes, index, stats, start, end, n_features)
         if subtract:
             parent -= hist
+    elif serial:
+        for k in range(n_blocks):
+            _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
+                             n_blocks)
+        for f in range(n_features):
+            _add_blocks(f, hist, parent, parts, subtract, n_blocks)
     else:
         _histogram_blocks(hist, parent, parts, codes, index, stats, start, end, n_features,
                           subtract, n_blocks)
@@ -352,14 +396,16 @@ def _move_blocks(codes_from, rows_from, rows_to, bounds, to_left, to_right, feat
 
 @nb.njit(cache=True)
 def _count_split(codes_from, start, end, feature, missing_bin, split_bin, missing_left,
-                 categorical, bitset_row, bounds, lefts):
+                 categorical, bitset_row, bounds, lefts, serial):
     """How many of rows ``[start, end)`` go left; with several row blocks (``bounds``,
     from :func:`_n_blocks`), each block's count in ``lefts`` (counted in parallel)."""
     missing_goes = np.int64(1) if missing_left else np.int64(0)
     n_blocks = lefts.shape[0]
-    if n_blocks == 1:
-        lefts[0] = _count_left(codes_from, start, end, feature, np.int64(missing_bin),
-                               np.int64(split_bin), missing_goes, categorical, bitset_row)
+    if n_blocks == 1 or serial:
+        for k in range(n_blocks):
+            lefts[k] = _count_left(codes_from, bounds[k], bounds[k + 1], feature,
+                                   np.int64(missing_bin), np.int64(split_bin), missing_goes,
+                                   categorical, bitset_row)
     else:
         _count_blocks(codes_from, bounds, feature, np.int64(missing_bin), np.int64(split_bin),
                       missing_goes, categorical, bitset_row, lefts)
@@ -368,7 +414,7 @@ def _count_split(codes_from, start, end, feature, missing_bin, split_bin, missin
 
 @nb.njit(cache=True)
 def _move_rows(codes_from, rows_from, rows_to, start, end, feature, missing_bin, split_bin,
-               missing_left, categorical, bitset_row, bounds, lefts):
+               missing_left, categorical, bitset_row, bounds, lefts, serial):
     """Stable partition of rows ``[start, end)`` from one half of the workspace into the
     other: left samples first, each side in its original order. Every row is written
     once, at its final place (ping-ponging between the halves needs no copy back).
@@ -385,28 +431,42 @@ def _move_rows(codes_from, rows_from, rows_to, start, end, feature, missing_bin,
         to_left[k] = start + left_before
         to_right[k] = start + n_left + (bounds[k] - start - left_before)
         left_before += lefts[k]
-    if n_blocks == 1:
-        _move_block(codes_from, rows_from, rows_to, start, end, to_left[0], to_right[0],
-                    feature, np.int64(missing_bin), np.int64(split_bin), missing_goes,
-                    categorical, bitset_row)
+    if n_blocks == 1 or serial:
+        for k in range(n_blocks):
+            _move_block(codes_from, rows_from, rows_to, bounds[k], bounds[k + 1], to_left[k],
+                        to_right[k], feature, np.int64(missing_bin), np.int64(split_bin),
+                        missing_goes, categorical, bitset_row)
     else:
         _move_blocks(codes_from, rows_from, rows_to, bounds, to_left, to_right, feature,
                      np.int64(missing_bin), np.int64(split_bin), missing_goes, categorical,
                      bitset_row)
 
 
+@nb.njit(cache=True, inline="always")
+def _load_block(block, n_blocks, words, sample_indices, rows_to):
+    n_rows = sample_indices.shape[0]
+    for i in range(block * n_rows // n_blocks, (block + 1) * n_rows // n_blocks):
+        s = sample_indices[i]
+        for k in range(words.shape[1]):
+            rows_to[i, k] = words[s, k]
+
+
 @nb.njit(cache=True, parallel=True)
-def _load_rows(words, sample_indices, rows_to):
+def _load_blocks(words, sample_indices, rows_to, n_blocks):
+    for block in nb.prange(n_blocks):
+        _load_block(block, n_blocks, words, sample_indices, rows_to)
+
+
+@nb.njit(cache=True)
+def _load_rows(words, sample_indices, rows_to, serial):
     """The rows of the tree's samples, in the order of ``sample_indices``, into the
     workspace."""
-    n_words = words.shape[1]
-    n_rows = sample_indices.shape[0]
-    n_blocks = _n_blocks(n_rows)
-    for block in nb.prange(n_blocks):
-        for i in range(block * n_rows // n_blocks, (block + 1) * n_rows // n_blocks):
-            s = sample_indices[i]
-            for k in range(n_words):
-                rows_to[i, k] = words[s, k]
+    n_blocks = _n_blocks(sample_indices.shape[0])
+    if serial:
+        for block in range(n_blocks):
+            _load_block(block, n_blocks, words, sample_indices, rows_to)
+    else:
+        _load_blocks(words, sample_indices, rows_to, n_blocks)
 
 
 @nb.njit(cache=True)
@@ -485,23 +545,37 @@ def _node_candidates(path_row, feature_mask, interaction_sets, features_per_node
     return n
 
 
+@nb.njit(cache=True, inline="always")
+def _leaf_samples_of(node, table, work_index, sample_indices):
+    if table[node, LEFT] == LEAF:
+        slot = work_index.shape[2] - 1
+        half = np.int64(table[node, DATA_HALF])
+        for i in range(np.int64(table[node, START]), np.int64(table[node, END])):
+            sample_indices[i] = work_index[half, i, slot]
+
+
 @nb.njit(cache=True, parallel=True)
-def _leaf_samples(table, work_index, sample_indices):
-    """Every leaf's samples, from whichever half of the workspace holds them, into
-    ``sample_indices[START:END]`` (leaves in parallel)."""
-    slot = work_index.shape[2] - 1
+def _leaf_samples_parallel(table, work_index, sample_indices):
     for node in nb.prange(table.shape[0]):
-        if table[node, LEFT] == LEAF:
-            half = np.int64(table[node, DATA_HALF])
-            for i in range(np.int64(table[node, START]), np.int64(table[node, END])):
-                sample_indices[i] = work_index[half, i, slot]
+        _leaf_samples_of(node, table, work_index, sample_indices)
 
 
 @nb.njit(cache=True)
+def _leaf_samples(table, work_index, sample_indices, serial):
+    """Every leaf's samples, from whichever half of the workspace holds them, into
+    ``sample_indices[START:END]`` (leaves in parallel unless ``serial``)."""
+    if serial:
+        for node in range(table.shape[0]):
+            _leaf_samples_of(node, table, work_index, sample_indices)
+    else:
+        _leaf_samples_parallel(table, work_index, sample_indices)
+
+
+@nb.njit(cache=True, nogil=True)
 def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                        missing_bin, bin_thresholds, feature_mask, monotonic, interaction_sets,
                        params, max_depth, max_leaf_nodes, depthwise, features_per_node, seed,
-                       n_words):
+                       n_words, serial):
     """Grow one tree on the samples ``sample_indices`` (increasing; reordered in place).
 
     Parameters: ``workspace`` (:func:`make_workspace`), with the statistics of the
@@ -510,6 +584,9 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     (int8: -1, 0, +1),
     ``interaction_sets`` (n_sets, n_features) uint8 (no sets: no constraint); ``params``
     (see :mod:`silva.engine.gradient_splitting`); ``max_leaf_nodes <= 0`` means unlimited;
+    ``serial``: start no parallel region (the same row blocks run one after the other,
+    so the tree is the same), for trees grown at once in several threads: the call
+    releases the GIL.
 
     Returns ``(table, bitsets)``: the node table (columns above; a leaf's samples are
     ``sample_indices[START:END]``) and the left category bitsets.
@@ -582,11 +659,11 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
             break
     root_half = 2 if every_sample else 0
     if not every_sample:
-        _load_rows(work_rows[2], sample_indices, work_rows[0])
+        _load_rows(work_rows[2], sample_indices, work_rows[0], serial)
     pending_half[0] = root_half
     pool, slot = _take_slot(pool, free_slots)
     node_histogram(pool[slot], scratch_hist, parts, work_codes[root_half],
-                   work_index[root_half], stats, 0, n_total, n_features, False)
+                   work_index[root_half], stats, 0, n_total, n_features, False, serial)
     pending_slot[0] = slot
     # Every sample falls in one bin of feature 0 (the missing bin included).
     for b in range(n_bins):
@@ -697,7 +774,8 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
             bounds[k] = start + k * (end - start) // n_blocks
         lefts = block_lefts[:n_blocks]
         n_left = _count_split(work_codes[half], start, end, feature, missing_bin, split_bin,
-                              missing_left, categorical, bitsets[node], bounds, lefts)
+                              missing_left, categorical, bitsets[node], bounds, lefts,
+                              serial)
         mid = start + n_left
         pending_half[0] = other
         pending_half[1] = other
@@ -748,7 +826,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         larger = 1 - smaller
         _move_rows(work_codes[half], work_rows[half], work_rows[other], start, end, feature,
                    missing_bin, split_bin, missing_left, categorical, bitsets[node], bounds,
-                   lefts)
+                   lefts, serial)
         if pending_splittable[larger]:
             if pending_splittable[smaller]:
                 pool, slot = _take_slot(pool, free_slots)
@@ -758,13 +836,13 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                 target = scratch_hist
             node_histogram(target, pool[parent_slot], parts, work_codes[other],
                            work_index[other], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, True)
+                           pending_end[smaller], n_features, True, serial)
             pending_slot[larger] = parent_slot
         elif pending_splittable[smaller]:
             # The parent's histogram is no longer needed: its slot takes the child's.
             node_histogram(pool[parent_slot], scratch_hist, parts, work_codes[other],
                            work_index[other], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, False)
+                           pending_end[smaller], n_features, False, serial)
             pending_slot[smaller] = parent_slot
         else:
             free_slots.append(parent_slot)
@@ -773,7 +851,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         pending_depth = depth + 1
 
     table = table[:n_nodes].copy()
-    _leaf_samples(table, work_index, sample_indices)
+    _leaf_samples(table, work_index, sample_indices, serial)
     return table, bitsets[:n_nodes].copy()
 
 
