@@ -156,12 +156,21 @@ def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
 
 
 @nb.njit(cache=True)
-def _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params,
-                                has_missing, best_left, scratch):
-    """:func:`scan_numeric` without monotonic bounds or ``max_delta_step``: the left
-    sums of every candidate first (a serial running sum), then all their scores at
-    once (:func:`_children_scores`), then the first best in the scalar scan's order.
-    ``scratch`` (4, >= n_bins_f) holds the left sums (rows 0-2) and the scores."""
+def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
+                 constrained, best_left, scratch):
+    """Best threshold of one numeric feature.
+
+    Returns ``(children_score, last_left_bin, missing_go_left)``; bins ``<=
+    last_left_bin`` go left (``ALL_VALUE_BINS``: every value left, missing right), and
+    ``best_left`` receives the left child's sums. ``scratch``: (4, >= n_bins_f) floats.
+
+    For each direction of the missing values: the left sums of every candidate first
+    (a running sum, into ``scratch[:3]``), then all their scores (``scratch[3]``; in
+    one vectorised pass, :func:`_children_scores`, unless monotonic bounds or
+    ``max_delta_step`` apply), then the first best in candidate order.
+    """
+    # A relative tolerance: after histogram subtraction an empty bin may hold rounding noise.
+    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
     left = scratch[:3]
     scores = scratch[3]
     best = NO_GAIN
@@ -182,8 +191,13 @@ def _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params
             left[2, b] = lh
         # The last bin is a candidate only as "every value left, missing right".
         n_candidates = n_bins_f if has_missing and not missing_left else n_bins_f - 1
-        _children_scores(left, n_candidates, node_sums, params[L1], params[L2],
-                         params[MIN_SAMPLES_LEAF], params[MIN_CHILD_WEIGHT], scores)
+        if constrained:
+            for b in range(n_candidates):
+                scores[b] = _candidate_score(left[0, b], left[1, b], left[2, b], node_sums,
+                                             params, lower, upper, monotone, True)
+        else:
+            _children_scores(left, n_candidates, node_sums, params[L1], params[L2],
+                             params[MIN_SAMPLES_LEAF], params[MIN_CHILD_WEIGHT], scores)
         for b in range(n_candidates):
             # An empty bin gives the same partition as the previous one.
             if scores[b] > best and (hist_f[b, 0] > 0.0 or b == n_bins_f - 1):
@@ -195,52 +209,6 @@ def _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params
                 best_missing_left = missing_left
                 if not has_missing:
                     best_missing_left = left[0, b] > node_sums[0] - left[0, b]
-    return best, best_bin, best_missing_left
-
-
-@nb.njit(cache=True)
-def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
-                 constrained, best_left, scratch):
-    """Best threshold of one numeric feature.
-
-    Returns ``(children_score, last_left_bin, missing_go_left)``; bins ``<=
-    last_left_bin`` go left (``ALL_VALUE_BINS``: every value left, missing right), and
-    ``best_left`` receives the left child's sums. ``scratch``: (4, >= n_bins_f) floats.
-    """
-    # A relative tolerance: after histogram subtraction an empty bin may hold rounding noise.
-    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
-    if not constrained:
-        return _scan_numeric_unconstrained(hist_f, n_bins_f, missing_bin, node_sums, params,
-                                           has_missing, best_left, scratch)
-    best = NO_GAIN
-    best_bin = -1
-    best_missing_left = False
-    n_directions = 2 if has_missing else 1
-    for direction in range(n_directions):
-        missing_left = direction == 1
-        lc = hist_f[missing_bin, 0] if missing_left else 0.0
-        lg = hist_f[missing_bin, 1] if missing_left else 0.0
-        lh = hist_f[missing_bin, 2] if missing_left else 0.0
-        for b in range(n_bins_f):
-            c = hist_f[b, 0]
-            lc += c
-            lg += hist_f[b, 1]
-            lh += hist_f[b, 2]
-            if b == n_bins_f - 1 and (missing_left or not has_missing):
-                break  # everything would go left
-            if c <= 0.0 and b < n_bins_f - 1:
-                continue  # an empty bin gives the same partition as the previous one
-            score = _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone,
-                                     constrained)
-            if score > best:
-                best = score
-                best_bin = b if b < n_bins_f - 1 else ALL_VALUE_BINS
-                best_left[0] = lc
-                best_left[1] = lg
-                best_left[2] = lh
-                best_missing_left = missing_left
-                if not has_missing:
-                    best_missing_left = lc > node_sums[0] - lc
     return best, best_bin, best_missing_left
 
 
