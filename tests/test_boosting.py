@@ -336,3 +336,31 @@ def test_thread_choice_ignores_the_warm_up_iteration():
         ways.append(parallel)
         choice.record(parallel, 3.0 if parallel else 1.0)
     assert ways == [True, True, False, False, False, False]
+
+
+def test_bin_subsample_places_edges_from_a_random_subset():
+    X, y = make_classification(3000, 6, random_state=0)
+    every_row = GradientBoostingClassifier(n_estimators=3, bin_subsample=None,
+                                           random_state=0).fit(X, y)
+    # No larger than the training set: every row places the edges, the same model.
+    larger = GradientBoostingClassifier(n_estimators=3, bin_subsample=3000,
+                                        random_state=0).fit(X, y)
+    np.testing.assert_array_equal(larger._binner.bin_thresholds_,
+                                  every_row._binner.bin_thresholds_)
+    np.testing.assert_array_equal(larger.decision_function(X), every_row.decision_function(X))
+    # A subset of 500 rows: edges placed on those rows' values only, the same each time.
+    small = [GradientBoostingClassifier(n_estimators=3, bin_subsample=500, max_bins=16,
+                                        random_state=0).fit(X, y) for _ in range(2)]
+    thresholds = small[0]._binner.bin_thresholds_
+    np.testing.assert_array_equal(thresholds, small[1]._binner.bin_thresholds_)
+    assert not np.array_equal(
+        thresholds, GradientBoostingClassifier(n_estimators=3, bin_subsample=None, max_bins=16,
+                                               random_state=0).fit(X, y)._binner.bin_thresholds_)
+    assert small[0].score(X, y) > 0.8
+
+
+@pytest.mark.parametrize("value, error", [(1, ValueError), (0.5, TypeError)])
+def test_bin_subsample_bad_values(value, error):
+    X, y = make_classification(200, 4, random_state=0)
+    with pytest.raises(error, match="bin_subsample"):
+        GradientBoostingClassifier(n_estimators=2, bin_subsample=value).fit(X, y)

@@ -214,8 +214,14 @@ class Binner:
         self.max_bins = max_bins
         self.is_categorical = np.asarray(is_categorical, dtype=np.bool_)
 
-    def fit(self, X):
-        """Learn bin edges from ``X`` (float64, NaN = missing, already validated)."""
+    def fit(self, X, edge_rows=None):
+        """Learn bin edges from ``X`` (float64, NaN = missing, already validated).
+
+        ``edge_rows``: the rows whose values place the numeric features' edges (all
+        rows when None), as LightGBM (``bin_construct_sample_cnt``) and scikit-learn's
+        histogram boosting bin from a subsample of a large dataset. Category counts
+        are always taken from every row.
+        """
         n_features = X.shape[1]
         max_bins = self.max_bins
         self.bin_thresholds_ = np.full((n_features, max(max_bins - 1, 1)), np.inf)
@@ -226,8 +232,8 @@ class Binner:
         if numeric.size:
             X = np.asarray(X, dtype=np.float64)
             _fit_numeric_bins(
-                X, numeric, max_bins, self.bin_thresholds_, self.bin_lower_,
-                self.bin_upper_, self.n_value_bins_,
+                X if edge_rows is None else X[edge_rows], numeric, max_bins,
+                self.bin_thresholds_, self.bin_lower_, self.bin_upper_, self.n_value_bins_,
             )
         for f in np.flatnonzero(self.is_categorical):
             column = X[:, f]
