@@ -100,8 +100,11 @@ def _leaf(x_row, offset, walk, bitsets):
 
 # Rows per block of the prediction kernels: a block walks one tree for all its rows before
 # the next tree, so that tree's nodes stay in cache (walking all trees for one row touches
-# every tree's nodes per row: with 100 deep trees that is 8x slower on 200k rows).
-ROW_BLOCK = 8192
+# every tree's nodes per row: with 100 deep trees that is 8x slower on 200k rows). Each
+# block loads every tree once, so larger blocks load less: on 200k rows, 100 fully grown
+# trees predict 12% faster with 16384-row blocks than with 8192 (1024: twice as slow),
+# and small boosting trees are indifferent.
+ROW_BLOCK = 16384
 
 
 def _block_rows(n_rows):
