@@ -419,9 +419,10 @@ def resolve_max_features(max_features, n_features):
             return max(1, int(np.sqrt(n_features)))
         return max(1, int(np.log2(n_features)))
     if isinstance(max_features, numbers.Integral) and not isinstance(max_features, bool):
-        if not 1 <= max_features:
-            raise ValueError(f"max_features must be >= 1; got {max_features}.")
-        return min(int(max_features), n_features)
+        if not 1 <= max_features <= n_features:
+            raise ValueError(f"max_features must be in [1, n_features={n_features}] as an "
+                             f"int; got {max_features}.")
+        return int(max_features)
     if isinstance(max_features, numbers.Real) and not isinstance(max_features, bool):
         if not 0.0 < max_features <= 1.0:
             raise ValueError(f"max_features as a fraction must be in (0, 1]; got "

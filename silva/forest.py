@@ -123,8 +123,9 @@ class BaseForest(PersistenceMixin, BaseEstimator):
                              "max_samples=None or bootstrap=True.")
         if isinstance(self.max_samples, numbers.Integral) and not isinstance(
                 self.max_samples, bool):
-            if self.max_samples < 1:
-                raise ValueError(f"max_samples must be >= 1; got {self.max_samples}.")
+            if not 1 <= self.max_samples <= n_samples:
+                raise ValueError(f"max_samples must be in [1, n_samples={n_samples}] as an "
+                                 f"int; got {self.max_samples}.")
             return int(self.max_samples)
         if isinstance(self.max_samples, numbers.Real) and 0.0 < self.max_samples <= 1.0:
             return max(1, round(n_samples * self.max_samples))

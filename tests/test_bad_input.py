@@ -232,7 +232,8 @@ BAD_PARAMS = [
     ({"min_samples_split": 1.5}, ValueError, r"min_samples_split as a fraction must be in"),
     ({"min_samples_leaf": 0}, ValueError, "min_samples_leaf must be an int >= 1"),
     ({"min_samples_leaf": 0.0}, ValueError, r"min_samples_leaf as a fraction must be in"),
-    ({"max_features": 0}, ValueError, "max_features must be >= 1; got 0"),
+    ({"max_features": 0}, ValueError, r"max_features must be in \[1, n_features=3\].*got 0"),
+    ({"max_features": 4}, ValueError, r"max_features must be in \[1, n_features=3\].*got 4"),
     ({"max_features": 1.5}, ValueError, r"max_features as a fraction must be in \(0, 1\]"),
     ({"max_features": "bad"}, ValueError, "max_features must be one of.*'bad'"),
     ({"max_features": True}, TypeError, "max_features must be None, 'sqrt', 'log2'"),
@@ -275,7 +276,7 @@ def test_invalid_class_weight():
 @pytest.mark.parametrize("params", [
     {"max_depth": 1}, {"min_samples_split": 2}, {"min_samples_split": 1.0},
     {"min_samples_leaf": 0.5}, {"max_features": 1}, {"max_features": 1.0},
-    {"max_features": 10}, {"max_features": "log2"}, {"max_bins": 2}, {"max_bins": 65535},
+    {"max_features": 3}, {"max_features": "log2"}, {"max_bins": 2}, {"max_bins": 65535},
     {"min_weight_fraction_leaf": 0.5}, {"max_leaf_nodes": 2}, {"ccp_alpha": 1e9},
 ], ids=str)
 def test_boundary_parameter_values_are_accepted(model_class, params):

@@ -427,6 +427,8 @@ def _small_data():
     ({"max_samples": 0.0}, "max_samples"),
     ({"max_samples": "half"}, "max_samples"),
     ({"max_samples": 0.5, "bootstrap": False}, "max_samples"),
+    ({"max_samples": 41, "bootstrap": True}, r"max_samples must be in \[1, n_samples=40\]"),
+    ({"max_features": 5}, r"max_features must be in \[1, n_features=4\]"),
     ({"max_features": 0}, "max_features"),
     ({"max_features": 1.5}, "max_features"),
     ({"max_features": -1}, "max_features"),
