@@ -835,11 +835,13 @@ _COMMON_DOC = """
         Fraction of the features drawn per tree, then per node among those.
     max_bins : int, default=255
         Bins per numeric feature (exact below that many distinct values).
-    bin_subsample : int or None, default=200_000
-        Rows drawn at random (without replacement) to place the numeric bin edges when
-        the training set is larger; None uses every row. LightGBM
-        (``bin_construct_sample_cnt``) and scikit-learn's histogram boosting also use
-        200,000; binning 800,000 rows took about 0.6 s of a 7 s fit without it.
+    bin_subsample : int or None, default=None
+        Rows drawn at random (without replacement, from ``random_state``) to place the
+        numeric bin edges when the training set is larger; None uses every row.
+        LightGBM (``bin_construct_sample_cnt``) and scikit-learn's histogram boosting
+        draw 200,000. That cuts binning 800,000 x 28 rows from 0.6 s to 0.1 s, but
+        costs accuracy on smooth targets: regression benchmark RMSE 31.50-31.55 (three
+        seeds) against 31.30 with every row; binary AUC unchanged.
     categorical_features : None, "auto", mask, indices or names, default=None
         Features split natively as category sets (LightGBM's gradient ordering); as in
         :class:`silva.DecisionTreeClassifier`.
@@ -914,7 +916,7 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
                  min_samples_leaf=20, max_depth=None, max_leaf_nodes=31, growth="leafwise",
                  max_delta_step=None, subsample=1.0, sampling="uniform", goss_top_rate=0.2,
                  goss_other_rate=0.1, colsample_bytree=1.0, colsample_bynode=1.0,
-                 max_bins=255, bin_subsample=200_000, categorical_features=None,
+                 max_bins=255, bin_subsample=None, categorical_features=None,
                  monotonic_constraints=None, interaction_constraints=None,
                  early_stopping_rounds=None,
                  validation_fraction=0.1, scoring=None, importance_type="gain", verbose=0,
@@ -1008,7 +1010,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
                  max_depth=None, max_leaf_nodes=31, growth="leafwise", max_delta_step=None,
                  subsample=1.0, sampling="uniform", goss_top_rate=0.2, goss_other_rate=0.1,
                  colsample_bytree=1.0, colsample_bynode=1.0, max_bins=255,
-                 bin_subsample=200_000, categorical_features=None, monotonic_constraints=None,
+                 bin_subsample=None, categorical_features=None, monotonic_constraints=None,
                  interaction_constraints=None, early_stopping_rounds=None,
                  validation_fraction=0.1, scoring=None, importance_type="gain", verbose=0,
                  warm_start=False, random_state=None):
