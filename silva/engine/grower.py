@@ -146,11 +146,16 @@ def grow_tree(
     # ``[start, end)``. Deep in a tree a node's samples lie scattered over the data, and
     # reading them through ``sample_indices`` cost a cache miss per sample and level
     # (most of a deep forest's fit time); moving 30-odd bytes per sample along with its
-    # index is cheaper. ``right_*`` hold a partition's right side.
-    ordered_codes = np.empty((n_total, n_features), dtype=codes_by_sample.dtype)
+    # index is cheaper. ``right_*`` hold a partition's right side. A sample's codes are
+    # padded to whole 8-byte words and moved a word at a time (``code_words``): copying
+    # 28 one-byte codes one by one made the partition about twice as slow.
+    n_code_words = (n_features * codes_by_sample.itemsize + 7) // 8
+    ordered_codes = np.zeros((n_total, n_code_words * 8 // codes_by_sample.itemsize),
+                             dtype=codes_by_sample.dtype)
+    code_words = ordered_codes.view(np.uint64)
     ordered_stats = np.empty((n_total, n_channels))
     right_buffer = np.empty(n_total, dtype=sample_indices.dtype)
-    right_codes = np.empty_like(ordered_codes)
+    right_words = np.empty_like(code_words)
     right_stats = np.empty_like(ordered_stats)
 
     # Root.
@@ -323,23 +328,23 @@ def grow_tree(
             if go_left:
                 j = start + n_left
                 sample_indices[j] = s
-                for f in range(n_features):
-                    ordered_codes[j, f] = ordered_codes[i, f]
+                for w in range(n_code_words):
+                    code_words[j, w] = code_words[i, w]
                 for c in range(n_channels):
                     ordered_stats[j, c] = ordered_stats[i, c]
                     left_sums[c] += ordered_stats[i, c]
                 n_left += 1
             else:
                 right_buffer[n_right] = s
-                for f in range(n_features):
-                    right_codes[n_right, f] = ordered_codes[i, f]
+                for w in range(n_code_words):
+                    right_words[n_right, w] = code_words[i, w]
                 for c in range(n_channels):
                     right_stats[n_right, c] = ordered_stats[i, c]
                     right_sums[c] += ordered_stats[i, c]
                 n_right += 1
         mid = start + n_left
         sample_indices[mid:end] = right_buffer[:n_right]
-        ordered_codes[mid:end] = right_codes[:n_right]
+        code_words[mid:end] = right_words[:n_right]
         ordered_stats[mid:end] = right_stats[:n_right]
 
         row[FEATURE] = feature
