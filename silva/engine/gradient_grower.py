@@ -36,6 +36,9 @@ order; the partition counts each block's left samples first, so that each block 
 place its samples directly. Results therefore do not depend on the number of threads;
 a node below ``2 * BLOCK_ROWS`` samples is one serial pass whose sums are those of
 :func:`silva.engine.histogram.build_histogram` (same samples, same order).
+With ``serial=True`` (trees grown at once in several threads, one per class of a
+multiclass iteration) no parallel region starts: the same row blocks run one after the
+other and are added in the same order, so the tree is the same.
 
 Per-node feature choice: ``feature_mask`` (the tree's ``colsample_bytree`` draw), the
 interaction constraints (a node may use the features of any constraint set that holds
