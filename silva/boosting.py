@@ -31,6 +31,7 @@ Sampling: ``subsample`` (Friedman 2002, stochastic gradient boosting) or
 
 import numbers
 import queue
+import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 
@@ -541,7 +542,6 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         end = int(self.n_estimators)
         grad = np.empty((n_samples, K))
         hess = np.empty((n_samples, K))
-        leaf_gh = np.empty((1, 2))
         all_rows = np.arange(n_samples, dtype=np.int32)
         use_hessian = self.boosting == "newton"
         params = p["params"]
@@ -569,8 +569,6 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         self.best_iteration_ = None
         self._timings = {"gradients": 0.0, "grow": 0.0, "leaf_values": 0.0,
                          "update": 0.0, "evaluate": 0.0}
-        import time
-
         choice = _ThreadChoice()
         grower = _IterationGrower(
             workspace, use_hessian, choice.threads,
@@ -619,28 +617,9 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                 iteration_trees = []
                 for k, (table, bitsets, sample_indices) in enumerate(grown):
                     t2 = time.perf_counter()
-                    values = table[:, gg.VALUE].copy()
-                    is_leaf = table[:, gg.LEFT] == gg.LEAF
-                    if line_search is not None:
-                        leaves = np.flatnonzero(is_leaf)
-                        searched = np.empty(len(leaves))
-                        raw_k = np.ascontiguousarray(raw[:, k])
-                        losses.leaf_line_search(
-                            0 if line_search == "quantile" else 1, loss.line_search_param(),
-                            float(loss.param), y, raw_k, weight, sample_indices,
-                            table[leaves, gg.START].astype(np.int64),
-                            table[leaves, gg.END].astype(np.int64), searched)
-                        values[leaves] = np.clip(searched, table[leaves, gg.LOWER],
-                                                 table[leaves, gg.UPPER])
-                    elif newton_step:
-                        if leaf_gh.shape[0] < table.shape[0]:
-                            leaf_gh = np.empty((table.shape[0], 2))
-                        gg.leaf_sums(grad, hess, k, weight, sample_indices, table, leaf_gh)
-                        for node in np.flatnonzero(is_leaf):
-                            values[node] = _newton_value(leaf_gh[node], params,
-                                                         table[node, gg.LOWER],
-                                                         table[node, gg.UPPER])
-                    values *= lr
+                    values, is_leaf = self._leaf_values(
+                        table, sample_indices, k, loss, line_search, newton_step, y, raw,
+                        grad, hess, weight, params, lr)
                     t3 = time.perf_counter()
                     self._timings["leaf_values"] += t3 - t2
                     chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
@@ -696,6 +675,36 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         flat = [t for iteration in self.estimators_ for t in iteration]
         self._packed = PackedTrees(flat, output_column=np.tile(np.arange(K), len(flat) // K))
         return self
+
+    @staticmethod
+    def _leaf_values(table, sample_indices, column, loss, line_search, newton_step, y, raw,
+                     grad, hess, weight, params, learning_rate):
+        """A grown tree's node values times the learning rate, and its leaf mask.
+
+        The grower's Newton values, unless the leaves are re-fitted: by the loss's line
+        search (Friedman's median or quantile) or, for ``boosting="gradient"`` on other
+        losses, by a Newton step on each leaf's gradient and hessian sums.
+        """
+        values = table[:, gg.VALUE].copy()
+        is_leaf = table[:, gg.LEFT] == gg.LEAF
+        if line_search is not None:
+            leaves = np.flatnonzero(is_leaf)
+            searched = np.empty(len(leaves))
+            losses.leaf_line_search(
+                0 if line_search == "quantile" else 1, loss.line_search_param(),
+                float(loss.param), y, np.ascontiguousarray(raw[:, column]), weight,
+                sample_indices, table[leaves, gg.START].astype(np.int64),
+                table[leaves, gg.END].astype(np.int64), searched)
+            values[leaves] = np.clip(searched, table[leaves, gg.LOWER],
+                                     table[leaves, gg.UPPER])
+        elif newton_step:
+            leaf_gh = np.empty((table.shape[0], 2))
+            gg.leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
+            for node in np.flatnonzero(is_leaf):
+                values[node] = _newton_value(leaf_gh[node], params, table[node, gg.LOWER],
+                                             table[node, gg.UPPER])
+        values *= learning_rate
+        return values, is_leaf
 
     def _goss(self, grad, sample_weight, rng):
         """Gradient-based one-side sampling (Ke et al. 2017): keep the ``top_rate``
