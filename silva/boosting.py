@@ -137,7 +137,7 @@ class _IterationGrower:
              serial):
         """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
         gg.fill_statistics(grad, hess, column, weight, self.use_hessian, in_bag,
-                           workspace[3], serial)
+                           workspace[1], serial)
         sample_indices = in_bag.copy()
         # The grower's parallel loops run over a few row blocks each: hand them out one
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
@@ -520,9 +520,10 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             trees = []
             gains = []
             self.evals_result_ = {}
-        # The grower reads each sample's codes as one row (see gradient_grower).
+        # The grower reads each sample's codes and statistics as one record (see
+        # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
         workspace = gg.make_workspace(binner.transform(X), binner.missing_bin_ + 1)
-        codes = workspace[1][2]
+        codes = workspace[0]
         self._n_trees_per_iteration = K
         self.n_trees_per_iteration_ = K
         n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)

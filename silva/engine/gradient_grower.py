@@ -15,19 +15,21 @@ Growth:
 - ``depthwise`` (XGBoost's default): a FIFO queue, so that a whole level is split before
   the next, with the same limits.
 
-Data layout (:func:`make_workspace`, built once per fit): a sample is one row of 32
-bytes (for up to 28 one-byte bin codes) holding its codes and its sample index, and its
-statistic channels (weight, gradient, hessian and a zero pad) sit in a separate
-(n_samples, 4) array in sample order. A node's samples are a contiguous range of rows;
-a split moves the rows, stably (each child keeps its samples in increasing index
-order), from one half of a ping-pong buffer into the other, so that every histogram
-pass reads its node's rows densely, in memory order, instead of gathering scattered
-bytes column by column (for deep nodes about three times slower per sample). A
-histogram pass adds a sample's four channels to each feature's bin with one 4-wide
-vector operation (:func:`_add4`), prefetching the statistics of a sample further on
-(:func:`_prefetch`). The smaller child's histogram is built, the larger child's is the
-parent's minus it (the subtraction trick), and no histogram is built for a child that
-may not split (depth or leaf limit reached, too small).
+Data layout (:func:`make_workspace`, built once per fit): each sample is one record of
+64 bytes (for up to 32 one-byte bin codes) holding its codes and its statistic channels
+(weight, gradient, hessian and a zero pad), in sample order; records never move. A
+node's samples are a contiguous range of a sample-index array, in increasing order; a
+split moves those 4-byte indices, stably, from one half of a ping-pong buffer into the
+other, deciding each sample's side from the split feature's column of the feature-major
+bin codes (a byte per sample, which stays in cache). A histogram pass reads each
+sample's record, one cache line, prefetched a few samples ahead (:func:`_prefetch`), and
+adds its four channels to each feature's bin with one 4-wide vector operation
+(:func:`_add4`). (Moving whole rows of codes instead, so that a pass reads them in
+memory order, cost more in the partition than it saved in the histograms: a split then
+copied 32 bytes per sample after a counting pass over them, against 4 bytes now.) The
+smaller child's histogram is built, the larger child's is the parent's minus it (the
+subtraction trick), and no histogram is built for a child that may not split (depth or
+leaf limit reached, too small).
 
 Parallelism: a pass over a node of at least ``2 * BLOCK_ROWS`` samples (histogram,
 partition) runs over row blocks whose number depends only on the node's size; each
@@ -136,48 +138,52 @@ def make_workspace(bin_codes, n_bins):
     """The grower's buffers for a fit on the feature-major ``bin_codes`` (n_features,
     n_samples), allocated once and reused by every tree.
 
-    A sample is one row: its bin codes, then (in the row's last 4 bytes) its sample
-    index, padded to a multiple of 8 bytes (32 bytes for up to 28 one-byte codes), so
-    that moving a sample moves one row and a histogram pass reads one row per sample.
-    Returns ``(rows, codes, index, stats, histograms)``: ``rows`` (3, n_samples, n_words)
-    uint64, and its views as codes and as int32 (the sample index is the row's last
-    int32). Rows
-    ``[2]`` hold every sample in order and never change; ``[0]`` and ``[1]`` are the two
-    halves between which the partition moves a tree's samples. ``stats`` (n_samples, 4)
-    holds the statistics in sample order, written by :func:`fill_statistics` before each
-    tree. ``histograms`` (4 + MAX_BLOCKS, n_features, n_bins, 4) are a tree's first
-    histogram slots, a scratch one and the block sums of parallel passes.
+    A sample is one *record*: its bin codes, then its four statistic channels (float64,
+    written by :func:`fill_statistics` before each tree), padded so that the channels
+    start on a 32-byte boundary. For up to 32 one-byte codes a record is 64 bytes, one
+    cache line, so that a histogram pass fetches one line per sample, wherever the
+    sample lies. Records stay in sample order and never move: a split moves only the
+    node's 4-byte sample indices, and decides each sample's side from ``bin_codes``
+    itself (one feature's column, a byte per sample, which stays in cache).
+
+    Returns ``(codes, stats, index, histograms, columns)``: ``codes`` (n_samples,
+    record_bytes / itemsize) and ``stats`` (n_samples, record_bytes / 8) float64, two
+    views of the records (a sample's channels are the last four ``stats`` columns);
+    ``index`` (2, n_samples) int32, the two halves between which the partition moves a
+    tree's sample indices; ``histograms`` (4 + MAX_BLOCKS, n_features, n_bins, 4), a
+    tree's first histogram slots, a scratch one and the block sums of parallel passes;
+    ``columns``, ``bin_codes`` itself.
     """
     n_features, n_samples = bin_codes.shape
-    n_words = -(-(n_features * bin_codes.itemsize + 4) // 8)
-    rows = _aligned_zeros((3, n_samples, n_words), np.uint64)
-    codes = rows.view(bin_codes.dtype)
-    index = rows.view(np.int32)
-    codes[2, :, :n_features] = bin_codes.T
-    index[2, :, -1] = np.arange(n_samples, dtype=np.int32)
-    stats = _aligned_zeros((n_samples, N_CHANNELS), np.float64)
+    code_words = -(-(n_features * bin_codes.itemsize) // 8)
+    stats_word = -(-code_words // N_CHANNELS) * N_CHANNELS
+    records = _aligned_zeros((n_samples, stats_word + N_CHANNELS), np.uint64)
+    codes = records.view(bin_codes.dtype)
+    codes[:, :n_features] = bin_codes.T
+    index = _aligned_zeros((2, n_samples), np.int32)
     histograms = _aligned_zeros((4 + MAX_BLOCKS, n_features, n_bins, N_CHANNELS), np.float64)
-    return rows, codes, index, stats, histograms
+    return codes, records.view(np.float64), index, histograms, bin_codes
 
 
 @nb.njit(cache=True, inline="always")
 def _fill_sample(s, gradient, hessian, column, weight, use_hessian, stats):
     w = weight[s]
-    stats[s, 0] = w
-    stats[s, 1] = w * gradient[s, column]
-    stats[s, 2] = w * hessian[s, column] if use_hessian else w
-    stats[s, 3] = 0.0
+    first = stats.shape[1] - N_CHANNELS
+    stats[s, first] = w
+    stats[s, first + 1] = w * gradient[s, column]
+    stats[s, first + 2] = w * hessian[s, column] if use_hessian else w
+    stats[s, first + 3] = 0.0
 
 
 def clone_workspace(workspace):
     """A workspace of its own for a tree grown at the same time in another thread: the
-    unchanging rows ``[2]`` copied, everything else fresh."""
-    rows, codes, index, stats, histograms = workspace
-    new_rows = _aligned_zeros(rows.shape, rows.dtype)
-    new_rows[2] = rows[2]
-    return (new_rows, new_rows.view(codes.dtype), new_rows.view(np.int32),
-            _aligned_zeros(stats.shape, stats.dtype),
-            _aligned_zeros(histograms.shape, histograms.dtype))
+    records copied (their codes never change), fresh index halves and histograms, the
+    same read-only ``columns``."""
+    codes, stats, index, histograms, columns = workspace
+    records = _aligned_zeros(stats.shape, np.float64)
+    records[:] = stats
+    return (records.view(codes.dtype), records, _aligned_zeros(index.shape, index.dtype),
+            _aligned_zeros(histograms.shape, histograms.dtype), columns)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -188,7 +194,8 @@ def _fill_parallel(gradient, hessian, column, weight, use_hessian, rows, stats):
 
 @nb.njit(cache=True, nogil=True)
 def fill_statistics(gradient, hessian, column, weight, use_hessian, rows, stats, serial):
-    """``stats[s] = (w_s, w_s g_s, w_s h_s, 0)`` for ``s`` in ``rows``, from column
+    """The channels ``(w_s, w_s g_s, w_s h_s, 0)`` of each sample ``s`` in ``rows`` into
+    its record (the last four columns of the workspace's ``stats``), from column
     ``column`` of the (n_samples, n_outputs) gradients and hessians; with
     ``use_hessian`` False the third channel is ``w_s`` (Friedman's least-squares fit of
     the negative gradient). ``serial``: no parallel region (see
@@ -225,6 +232,47 @@ def _add4(typingctx, target, target_index, source, source_index):
 
 
 @intrinsic
+def _add_sample(typingctx, hist, codes, sample, stats, source, n_features):
+    """``hist[f, codes[sample, f]] += stats.flat[source:source + 4]`` for every feature
+    ``f < n_features``: one sample's four channels added to its bin of each feature, with
+    4-wide vector operations (C-contiguous ``hist`` (n_features, n_bins, 4) float64,
+    ``codes`` (n_samples, width) and ``stats`` float64; lane by lane the same additions
+    as scalar ones, in feature order).
+
+    The channels are loaded into a register once per sample. Written as a loop of
+    ``_add4``, they were loaded again for every feature: LLVM cannot tell that the
+    histogram stores leave ``stats`` alone, and each reload could wait on a store whose
+    address matched it in the low 12 bits (4K aliasing)."""
+    signature = types.void(hist, codes, sample, stats, source, n_features)
+
+    def codegen(context, builder, sig, args):
+        hist_value, codes_value, sample_value, stats_value, source_value, count_value = args
+        hist_array = context.make_array(sig.args[0])(context, builder, hist_value)
+        codes_array = context.make_array(sig.args[1])(context, builder, codes_value)
+        stats_array = context.make_array(sig.args[3])(context, builder, stats_value)
+        int64 = ir.IntType(64)
+        vector = ir.VectorType(ir.DoubleType(), N_CHANNELS)
+        channels = builder.load(
+            builder.bitcast(builder.gep(stats_array.data, [source_value]),
+                            vector.as_pointer()), align=8)
+        n_bins = builder.extract_value(hist_array.shape, 1)
+        width = builder.extract_value(codes_array.shape, 1)
+        row = builder.gep(codes_array.data, [builder.mul(sample_value, width)])
+        with cgutils.for_range(builder, count_value) as loop:
+            f = loop.index
+            code = builder.zext(builder.load(builder.gep(row, [f])), int64)
+            entry = builder.mul(builder.add(builder.mul(f, n_bins), code),
+                                int64(N_CHANNELS))
+            pointer = builder.bitcast(builder.gep(hist_array.data, [entry]),
+                                      vector.as_pointer())
+            builder.store(builder.fadd(builder.load(pointer, align=8), channels), pointer,
+                          align=8)
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@intrinsic
 def _prefetch(typingctx, array, index):
     """Ask the CPU to start loading ``array.flat[index]`` into cache (``llvm.prefetch``:
     a hint, with no effect on results)."""
@@ -254,18 +302,20 @@ def _n_blocks(n_rows):
 
 @nb.njit(cache=True)
 def _histogram_rows(hist, codes, index, stats, start, end, n_features):
-    """``hist`` (zeroed first) += the channels of rows ``[start, end)``, bin by bin."""
+    """``hist`` (zeroed first) += the channels of the samples ``index[start:end]``, bin by
+    bin, in that order."""
     hist[:, :, :] = 0.0
-    n_bins = hist.shape[1]
-    slot = index.shape[1] - 1
+    width = stats.shape[1]
+    first = width - N_CHANNELS
     for i in range(start, end):
-        # The statistics are read in sample order, scattered for a deep node: ask for
-        # those of a row further on while this one is added.
-        ahead = min(i + PREFETCH_ROWS, end - 1)
-        _prefetch(stats, np.int64(index[ahead, slot]) * N_CHANNELS)
-        source = np.int64(index[i, slot]) * N_CHANNELS
-        for f in range(n_features):
-            _add4(hist, (f * n_bins + np.int64(codes[i, f])) * N_CHANNELS, stats, source)
+        # A deep node's samples are scattered over the records: ask for the record of a
+        # sample further on (one cache line for up to 32 features) while this one is
+        # added.
+        ahead = np.int64(index[min(i + PREFETCH_ROWS, end - 1)]) * width
+        _prefetch(stats, ahead)
+        _prefetch(stats, ahead + first)
+        s = np.int64(index[i])
+        _add_sample(hist, codes, s, stats, s * width + first, np.int64(n_features))
 
 
 @nb.njit(cache=True, inline="always")
@@ -306,10 +356,11 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     """The node's histogram ``hist`` (n_features, n_bins, 4) and, with ``subtract``,
     ``parent -= hist`` (the sibling's histogram).
 
-    The node's samples are rows ``[start, end)`` of one half of the workspace (the grower
-    keeps every node's samples contiguous; ``codes`` and ``index`` are views of it): the
-    pass reads the rows in order, looks up each sample's channels in ``stats`` (n_samples,
-    4) and adds them to the bin of each feature with one vector operation. A node of
+    The node's samples are ``index[start:end]`` (the half of the workspace's index that
+    holds them; the grower keeps every node's samples contiguous and increasing): the
+    pass reads each sample's record (its ``codes`` and ``stats``, see
+    :func:`make_workspace`) and adds its channels to the bin of each feature with one
+    vector operation. A node of
     fewer than ``2 * BLOCK_ROWS`` samples is one pass that adds its samples in order (the
     sums of :func:`silva.engine.histogram.build_histogram`); a larger node is split into
     row blocks, summed in parallel into ``parts`` (at least ``MAX_BLOCKS - 1``
@@ -354,78 +405,79 @@ def _left_flag(code, missing_bin, split_bin, missing_goes, categorical, bitset_r
 
 
 @nb.njit(cache=True)
-def _count_left(codes, first, last, feature, missing, split, missing_goes, categorical,
+def _count_left(column, index_from, first, last, missing, split, missing_goes, categorical,
                 bitset_row):
     n_left = 0
     for i in range(first, last):
-        n_left += _left_flag(np.int64(codes[i, feature]), missing, split, missing_goes,
+        n_left += _left_flag(np.int64(column[index_from[i]]), missing, split, missing_goes,
                              categorical, bitset_row)
     return n_left
 
 
 @nb.njit(cache=True, parallel=True)
-def _count_blocks(codes, bounds, feature, missing, split, missing_goes, categorical,
+def _count_blocks(column, index_from, bounds, missing, split, missing_goes, categorical,
                   bitset_row, lefts):
     for k in nb.prange(lefts.shape[0]):
-        lefts[k] = _count_left(codes, bounds[k], bounds[k + 1], feature, missing, split,
+        lefts[k] = _count_left(column, index_from, bounds[k], bounds[k + 1], missing, split,
                                missing_goes, categorical, bitset_row)
 
 
 @nb.njit(cache=True)
-def _move_block(codes_from, rows_from, rows_to, first, last, to_left, to_right, feature,
-                missing, split, missing_goes, categorical, bitset_row):
-    """Copy rows ``[first, last)`` of one half to the other, the left ones from
-    ``to_left`` on and the right ones from ``to_right`` on, each side in order."""
-    n_words = rows_from.shape[1]
+def _move_block(column, index_from, index_to, first, last, to_left, to_right, missing,
+                split, missing_goes, categorical, bitset_row):
+    """Copy the sample indices ``index_from[first:last]`` to ``index_to``, the left ones
+    from ``to_left`` on and the right ones from ``to_right`` on, each side in order."""
     for i in range(first, last):
-        left = _left_flag(np.int64(codes_from[i, feature]), missing, split, missing_goes,
-                          categorical, bitset_row)
-        j = to_right + (to_left - to_right) * left
-        # (A branch here on n_words, to unroll the usual 4, made the loop 5 times slower.)
-        for k in range(n_words):
-            rows_to[j, k] = rows_from[i, k]
+        s = index_from[i]
+        left = _left_flag(np.int64(column[s]), missing, split, missing_goes, categorical,
+                          bitset_row)
+        # Branch-free: a data-dependent branch mispredicts on about half the samples.
+        index_to[to_right + (to_left - to_right) * left] = s
         to_left += left
         to_right += 1 - left
 
 
 @nb.njit(cache=True, parallel=True)
-def _move_blocks(codes_from, rows_from, rows_to, bounds, to_left, to_right, feature, missing,
-                 split, missing_goes, categorical, bitset_row):
+def _move_blocks(column, index_from, index_to, bounds, to_left, to_right, missing, split,
+                 missing_goes, categorical, bitset_row):
     for k in nb.prange(to_left.shape[0]):
-        _move_block(codes_from, rows_from, rows_to, bounds[k], bounds[k + 1], to_left[k],
-                    to_right[k], feature, missing, split, missing_goes, categorical,
-                    bitset_row)
+        _move_block(column, index_from, index_to, bounds[k], bounds[k + 1], to_left[k],
+                    to_right[k], missing, split, missing_goes, categorical, bitset_row)
 
 
 @nb.njit(cache=True)
-def _count_split(codes_from, start, end, feature, missing_bin, split_bin, missing_left,
-                 categorical, bitset_row, bounds, lefts, serial):
-    """How many of rows ``[start, end)`` go left; with several row blocks (``bounds``,
-    from :func:`_n_blocks`), each block's count in ``lefts`` (counted in parallel)."""
+def _count_split(column, index_from, missing_bin, split_bin, missing_left, categorical,
+                 bitset_row, bounds, lefts, serial):
+    """How many of the samples ``index_from[bounds[0]:bounds[-1]]`` go left, by their
+    codes in ``column`` (the split feature's row of the feature-major bin codes); with
+    several row blocks (``bounds``, from :func:`_n_blocks`), each block's count in
+    ``lefts`` (counted in parallel)."""
     missing_goes = np.int64(1) if missing_left else np.int64(0)
     n_blocks = lefts.shape[0]
     if n_blocks == 1 or serial:
         for k in range(n_blocks):
-            lefts[k] = _count_left(codes_from, bounds[k], bounds[k + 1], feature,
+            lefts[k] = _count_left(column, index_from, bounds[k], bounds[k + 1],
                                    np.int64(missing_bin), np.int64(split_bin), missing_goes,
                                    categorical, bitset_row)
     else:
-        _count_blocks(codes_from, bounds, feature, np.int64(missing_bin), np.int64(split_bin),
+        _count_blocks(column, index_from, bounds, np.int64(missing_bin), np.int64(split_bin),
                       missing_goes, categorical, bitset_row, lefts)
     return lefts.sum()
 
 
 @nb.njit(cache=True)
-def _move_rows(codes_from, rows_from, rows_to, start, end, feature, missing_bin, split_bin,
-               missing_left, categorical, bitset_row, bounds, lefts, serial):
-    """Stable partition of rows ``[start, end)`` from one half of the workspace into the
-    other: left samples first, each side in its original order. Every row is written
-    once, at its final place (ping-ponging between the halves needs no copy back).
-    ``bounds`` and ``lefts`` are the row blocks and their left counts from
-    :func:`_count_split`; several blocks move in parallel, each after the samples of the
-    blocks before it on each side (the same result as one pass)."""
+def _move_samples(column, index_from, index_to, missing_bin, split_bin, missing_left,
+                  categorical, bitset_row, bounds, lefts, serial):
+    """Stable partition of the node's sample indices ``index_from[start:end]`` (``start,
+    end = bounds[0], bounds[-1]``) into the same range of ``index_to``: left samples
+    first, each side in its original order. Every index is written once, at its final
+    place (ping-ponging between the two halves needs no copy back). ``bounds`` and
+    ``lefts`` are the row blocks and their left counts from :func:`_count_split`; several
+    blocks move in parallel, each after the samples of the blocks before it on each side
+    (the same result as one pass)."""
     missing_goes = np.int64(1) if missing_left else np.int64(0)
     n_blocks = lefts.shape[0]
+    start = bounds[0]
     n_left = lefts.sum()
     to_left = np.empty(n_blocks, dtype=np.int64)
     to_right = np.empty(n_blocks, dtype=np.int64)
@@ -436,40 +488,13 @@ def _move_rows(codes_from, rows_from, rows_to, start, end, feature, missing_bin,
         left_before += lefts[k]
     if n_blocks == 1 or serial:
         for k in range(n_blocks):
-            _move_block(codes_from, rows_from, rows_to, bounds[k], bounds[k + 1], to_left[k],
-                        to_right[k], feature, np.int64(missing_bin), np.int64(split_bin),
+            _move_block(column, index_from, index_to, bounds[k], bounds[k + 1], to_left[k],
+                        to_right[k], np.int64(missing_bin), np.int64(split_bin),
                         missing_goes, categorical, bitset_row)
     else:
-        _move_blocks(codes_from, rows_from, rows_to, bounds, to_left, to_right, feature,
+        _move_blocks(column, index_from, index_to, bounds, to_left, to_right,
                      np.int64(missing_bin), np.int64(split_bin), missing_goes, categorical,
                      bitset_row)
-
-
-@nb.njit(cache=True, inline="always")
-def _load_block(block, n_blocks, words, sample_indices, rows_to):
-    n_rows = sample_indices.shape[0]
-    for i in range(block * n_rows // n_blocks, (block + 1) * n_rows // n_blocks):
-        s = sample_indices[i]
-        for k in range(words.shape[1]):
-            rows_to[i, k] = words[s, k]
-
-
-@nb.njit(cache=True, parallel=True)
-def _load_blocks(words, sample_indices, rows_to, n_blocks):
-    for block in nb.prange(n_blocks):
-        _load_block(block, n_blocks, words, sample_indices, rows_to)
-
-
-@nb.njit(cache=True)
-def _load_rows(words, sample_indices, rows_to, serial):
-    """The rows of the tree's samples, in the order of ``sample_indices``, into the
-    workspace."""
-    n_blocks = _n_blocks(sample_indices.shape[0])
-    if serial:
-        for block in range(n_blocks):
-            _load_block(block, n_blocks, words, sample_indices, rows_to)
-    else:
-        _load_blocks(words, sample_indices, rows_to, n_blocks)
 
 
 @nb.njit(cache=True)
@@ -551,10 +576,9 @@ def _node_candidates(path_row, feature_mask, interaction_sets, features_per_node
 @nb.njit(cache=True, inline="always")
 def _leaf_samples_of(node, table, work_index, sample_indices):
     if table[node, LEFT] == LEAF:
-        slot = work_index.shape[2] - 1
         half = np.int64(table[node, DATA_HALF])
         for i in range(np.int64(table[node, START]), np.int64(table[node, END])):
-            sample_indices[i] = work_index[half, i, slot]
+            sample_indices[i] = work_index[half, i]
 
 
 @nb.njit(cache=True, parallel=True)
@@ -594,7 +618,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     Returns ``(table, bitsets)``: the node table (columns above; a leaf's samples are
     ``sample_indices[START:END]``) and the left category bitsets.
     """
-    work_rows, work_codes, work_index, stats, histograms = workspace
+    codes, stats, work_index, histograms, columns = workspace
     n_features = n_value_bins.shape[0]
     n_bins = missing_bin + 1
     n_total = sample_indices.shape[0]
@@ -653,20 +677,12 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     pending_start[0] = 0
     pending_end[0] = n_total
 
-    # The root's samples: all of them in order are rows [2] as they stand; a subsample
-    # is copied into half 0 first.
-    every_sample = n_total == work_rows.shape[1]
-    for i in range(n_total):
-        if sample_indices[i] != i:
-            every_sample = False
-            break
-    root_half = 2 if every_sample else 0
-    if not every_sample:
-        _load_rows(work_rows[2], sample_indices, work_rows[0], serial)
-    pending_half[0] = root_half
+    # The root's samples start in half 0.
+    work_index[0, :n_total] = sample_indices
+    pending_half[0] = 0
     pool, slot = _take_slot(pool, free_slots)
-    node_histogram(pool[slot], scratch_hist, parts, work_codes[root_half],
-                   work_index[root_half], stats, 0, n_total, n_features, False, serial)
+    node_histogram(pool[slot], scratch_hist, parts, codes, work_index[0], stats, 0,
+                   n_total, n_features, False, serial)
     pending_slot[0] = slot
     # Every sample falls in one bin of feature 0 (the missing bin included).
     for b in range(n_bins):
@@ -771,14 +787,14 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
             row[THRESHOLD] = bin_thresholds[feature, split_bin]
 
         half = np.int64(row[DATA_HALF])
-        other = 1 if half == 0 else 0  # rows [2] (every sample) are never written
+        other = 1 - half
         n_blocks = _n_blocks(end - start)
         for k in range(n_blocks + 1):
             bounds[k] = start + k * (end - start) // n_blocks
         lefts = block_lefts[:n_blocks]
-        n_left = _count_split(work_codes[half], start, end, feature, missing_bin, split_bin,
-                              missing_left, categorical, bitsets[node], bounds, lefts,
-                              serial)
+        n_left = _count_split(columns[feature], work_index[half], missing_bin, split_bin,
+                              missing_left, categorical, bitsets[node], bounds[:n_blocks + 1],
+                              lefts, serial)
         mid = start + n_left
         pending_half[0] = other
         pending_half[1] = other
@@ -827,9 +843,9 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         pending_slot[1] = -1
         smaller = 0 if n_left <= end - mid else 1
         larger = 1 - smaller
-        _move_rows(work_codes[half], work_rows[half], work_rows[other], start, end, feature,
-                   missing_bin, split_bin, missing_left, categorical, bitsets[node], bounds,
-                   lefts, serial)
+        _move_samples(columns[feature], work_index[half], work_index[other], missing_bin,
+                      split_bin, missing_left, categorical, bitsets[node],
+                      bounds[:n_blocks + 1], lefts, serial)
         if pending_splittable[larger]:
             if pending_splittable[smaller]:
                 pool, slot = _take_slot(pool, free_slots)
@@ -837,15 +853,15 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                 pending_slot[smaller] = slot
             else:
                 target = scratch_hist
-            node_histogram(target, pool[parent_slot], parts, work_codes[other],
-                           work_index[other], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, True, serial)
+            node_histogram(target, pool[parent_slot], parts, codes, work_index[other], stats,
+                           pending_start[smaller], pending_end[smaller], n_features, True,
+                           serial)
             pending_slot[larger] = parent_slot
         elif pending_splittable[smaller]:
             # The parent's histogram is no longer needed: its slot takes the child's.
-            node_histogram(pool[parent_slot], scratch_hist, parts, work_codes[other],
-                           work_index[other], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, False, serial)
+            node_histogram(pool[parent_slot], scratch_hist, parts, codes, work_index[other],
+                           stats, pending_start[smaller], pending_end[smaller], n_features,
+                           False, serial)
             pending_slot[smaller] = parent_slot
         else:
             free_slots.append(parent_slot)
