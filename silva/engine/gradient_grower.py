@@ -405,28 +405,13 @@ def _left_flag(code, missing_bin, split_bin, missing_goes, categorical, bitset_r
 
 
 @nb.njit(cache=True)
-def _count_left(column, index_from, first, last, missing, split, missing_goes, categorical,
-                bitset_row):
-    n_left = 0
-    for i in range(first, last):
-        n_left += _left_flag(np.int64(column[index_from[i]]), missing, split, missing_goes,
-                             categorical, bitset_row)
-    return n_left
-
-
-@nb.njit(cache=True, parallel=True)
-def _count_blocks(column, index_from, bounds, missing, split, missing_goes, categorical,
-                  bitset_row, lefts):
-    for k in nb.prange(lefts.shape[0]):
-        lefts[k] = _count_left(column, index_from, bounds[k], bounds[k + 1], missing, split,
-                               missing_goes, categorical, bitset_row)
-
-
-@nb.njit(cache=True)
-def _move_block(column, index_from, index_to, first, last, to_left, to_right, missing,
-                split, missing_goes, categorical, bitset_row):
-    """Copy the sample indices ``index_from[first:last]`` to ``index_to``, the left ones
-    from ``to_left`` on and the right ones from ``to_right`` on, each side in order."""
+def _split_block(column, index_from, index_to, first, last, missing, split, missing_goes,
+                 categorical, bitset_row):
+    """Partition the sample indices ``index_from[first:last]`` into the same range of
+    ``index_to``: the left ones from ``first`` on, in order, the right ones from
+    ``last - 1`` down (so in reverse order). Returns how many go left."""
+    to_left = first
+    to_right = last - 1
     for i in range(first, last):
         s = index_from[i]
         left = _left_flag(np.int64(column[s]), missing, split, missing_goes, categorical,
@@ -434,67 +419,73 @@ def _move_block(column, index_from, index_to, first, last, to_left, to_right, mi
         # Branch-free: a data-dependent branch mispredicts on about half the samples.
         index_to[to_right + (to_left - to_right) * left] = s
         to_left += left
-        to_right += 1 - left
+        to_right -= 1 - left
+    return to_left - first
+
+
+@nb.njit(cache=True, inline="always")
+def _place_block(k, index_from, index_to, bounds, lefts, n_left):
+    """Copy block ``k``'s two runs of ``index_to`` (see :func:`_split_block`) to their
+    final places in ``index_from``: its left samples after those of the blocks before
+    it, its right samples (back in increasing order) after theirs."""
+    start = bounds[0]
+    left_before = 0
+    for j in range(k):
+        left_before += lefts[j]
+    first = bounds[k]
+    n_block_left = lefts[k]
+    to_left = start + left_before
+    for i in range(n_block_left):
+        index_from[to_left + i] = index_to[first + i]
+    to_right = start + n_left + (first - start - left_before)
+    last = bounds[k + 1] - 1
+    for i in range(bounds[k + 1] - first - n_block_left):
+        index_from[to_right + i] = index_to[last - i]
 
 
 @nb.njit(cache=True, parallel=True)
-def _move_blocks(column, index_from, index_to, bounds, to_left, to_right, missing, split,
-                 missing_goes, categorical, bitset_row):
-    for k in nb.prange(to_left.shape[0]):
-        _move_block(column, index_from, index_to, bounds[k], bounds[k + 1], to_left[k],
-                    to_right[k], missing, split, missing_goes, categorical, bitset_row)
-
-
-@nb.njit(cache=True)
-def _count_split(column, index_from, missing_bin, split_bin, missing_left, categorical,
-                 bitset_row, bounds, lefts, serial):
-    """How many of the samples ``index_from[bounds[0]:bounds[-1]]`` go left, by their
-    codes in ``column`` (the split feature's row of the feature-major bin codes); with
-    several row blocks (``bounds``, from :func:`_n_blocks`), each block's count in
-    ``lefts`` (counted in parallel)."""
-    missing_goes = np.int64(1) if missing_left else np.int64(0)
+def _split_blocks(column, index_from, index_to, bounds, lefts, missing, split, missing_goes,
+                  categorical, bitset_row):
     n_blocks = lefts.shape[0]
-    if n_blocks == 1 or serial:
-        for k in range(n_blocks):
-            lefts[k] = _count_left(column, index_from, bounds[k], bounds[k + 1],
-                                   np.int64(missing_bin), np.int64(split_bin), missing_goes,
-                                   categorical, bitset_row)
-    else:
-        _count_blocks(column, index_from, bounds, np.int64(missing_bin), np.int64(split_bin),
-                      missing_goes, categorical, bitset_row, lefts)
-    return lefts.sum()
-
-
-@nb.njit(cache=True)
-def _move_samples(column, index_from, index_to, missing_bin, split_bin, missing_left,
-                  categorical, bitset_row, bounds, lefts, serial):
-    """Stable partition of the node's sample indices ``index_from[start:end]`` (``start,
-    end = bounds[0], bounds[-1]``) into the same range of ``index_to``: left samples
-    first, each side in its original order. Every index is written once, at its final
-    place (ping-ponging between the two halves needs no copy back). ``bounds`` and
-    ``lefts`` are the row blocks and their left counts from :func:`_count_split`; several
-    blocks move in parallel, each after the samples of the blocks before it on each side
-    (the same result as one pass)."""
-    missing_goes = np.int64(1) if missing_left else np.int64(0)
-    n_blocks = lefts.shape[0]
-    start = bounds[0]
+    for k in nb.prange(n_blocks):
+        lefts[k] = _split_block(column, index_from, index_to, bounds[k], bounds[k + 1],
+                                missing, split, missing_goes, categorical, bitset_row)
     n_left = lefts.sum()
-    to_left = np.empty(n_blocks, dtype=np.int64)
-    to_right = np.empty(n_blocks, dtype=np.int64)
-    left_before = 0
-    for k in range(n_blocks):
-        to_left[k] = start + left_before
-        to_right[k] = start + n_left + (bounds[k] - start - left_before)
-        left_before += lefts[k]
-    if n_blocks == 1 or serial:
-        for k in range(n_blocks):
-            _move_block(column, index_from, index_to, bounds[k], bounds[k + 1], to_left[k],
-                        to_right[k], np.int64(missing_bin), np.int64(split_bin),
-                        missing_goes, categorical, bitset_row)
-    else:
-        _move_blocks(column, index_from, index_to, bounds, to_left, to_right,
-                     np.int64(missing_bin), np.int64(split_bin), missing_goes, categorical,
-                     bitset_row)
+    for k in nb.prange(n_blocks):
+        _place_block(k, index_from, index_to, bounds, lefts, n_left)
+
+
+@nb.njit(cache=True)
+def _partition(column, work_index, half, missing_bin, split_bin, missing_left, categorical,
+               bitset_row, bounds, lefts, serial):
+    """Stable partition of a node's sample indices, ``work_index[half, start:end]``
+    (``start, end = bounds[0], bounds[-1]``), by their codes in ``column`` (the split
+    feature's row of the feature-major bin codes): left samples first, each side in its
+    original (increasing) order. Returns ``(n_left, children_half)``, the half of
+    ``work_index`` that now holds the children in the same range.
+
+    One pass decides every sample's side. One block (or ``serial``): the pass writes
+    the left samples forward and the right ones backward into the other half, then the
+    right run is reversed in place. Several blocks (``bounds``, from :func:`_n_blocks`):
+    each block is split within its own range of the other half, in parallel, then each
+    block's two runs are copied to their final places back in ``half``, whose old
+    contents are no longer needed. Either way the children are the same.
+    """
+    missing_goes = np.int64(1) if missing_left else np.int64(0)
+    missing = np.int64(missing_bin)
+    split = np.int64(split_bin)
+    index_from = work_index[half]
+    index_to = work_index[1 - half]
+    start = bounds[0]
+    end = bounds[bounds.shape[0] - 1]
+    if lefts.shape[0] == 1 or serial:
+        n_left = _split_block(column, index_from, index_to, start, end, missing, split,
+                              missing_goes, categorical, bitset_row)
+        index_to[start + n_left:end] = index_to[start + n_left:end][::-1].copy()
+        return n_left, 1 - half
+    _split_blocks(column, index_from, index_to, bounds, lefts, missing, split, missing_goes,
+                  categorical, bitset_row)
+    return lefts.sum(), half
 
 
 @nb.njit(cache=True)
@@ -786,18 +777,16 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         else:
             row[THRESHOLD] = bin_thresholds[feature, split_bin]
 
-        half = np.int64(row[DATA_HALF])
-        other = 1 - half
         n_blocks = _n_blocks(end - start)
         for k in range(n_blocks + 1):
             bounds[k] = start + k * (end - start) // n_blocks
-        lefts = block_lefts[:n_blocks]
-        n_left = _count_split(columns[feature], work_index[half], missing_bin, split_bin,
-                              missing_left, categorical, bitsets[node], bounds[:n_blocks + 1],
-                              lefts, serial)
+        n_left, children_half = _partition(
+            columns[feature], work_index, np.int64(row[DATA_HALF]), missing_bin, split_bin,
+            missing_left, categorical, bitsets[node], bounds[:n_blocks + 1],
+            block_lefts[:n_blocks], serial)
         mid = start + n_left
-        pending_half[0] = other
-        pending_half[1] = other
+        pending_half[0] = children_half
+        pending_half[1] = children_half
         pending_sums[0, 0] = row[LEFT_WEIGHT]
         pending_sums[0, 1] = row[LEFT_GRADIENT]
         pending_sums[0, 2] = row[LEFT_HESSIAN]
@@ -843,9 +832,6 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         pending_slot[1] = -1
         smaller = 0 if n_left <= end - mid else 1
         larger = 1 - smaller
-        _move_samples(columns[feature], work_index[half], work_index[other], missing_bin,
-                      split_bin, missing_left, categorical, bitsets[node],
-                      bounds[:n_blocks + 1], lefts, serial)
         if pending_splittable[larger]:
             if pending_splittable[smaller]:
                 pool, slot = _take_slot(pool, free_slots)
@@ -853,15 +839,15 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                 pending_slot[smaller] = slot
             else:
                 target = scratch_hist
-            node_histogram(target, pool[parent_slot], parts, codes, work_index[other], stats,
-                           pending_start[smaller], pending_end[smaller], n_features, True,
-                           serial)
+            node_histogram(target, pool[parent_slot], parts, codes,
+                           work_index[children_half], stats, pending_start[smaller],
+                           pending_end[smaller], n_features, True, serial)
             pending_slot[larger] = parent_slot
         elif pending_splittable[smaller]:
             # The parent's histogram is no longer needed: its slot takes the child's.
-            node_histogram(pool[parent_slot], scratch_hist, parts, codes, work_index[other],
-                           stats, pending_start[smaller], pending_end[smaller], n_features,
-                           False, serial)
+            node_histogram(pool[parent_slot], scratch_hist, parts, codes,
+                           work_index[children_half], stats, pending_start[smaller],
+                           pending_end[smaller], n_features, False, serial)
             pending_slot[smaller] = parent_slot
         else:
             free_slots.append(parent_slot)
