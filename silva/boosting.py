@@ -124,10 +124,11 @@ class _IterationGrower:
     passes.
     """
 
-    def __init__(self, workspace, use_hessian, n_threads, args_before_mask,
+    def __init__(self, workspace, use_hessian, two_lanes, n_threads, args_before_mask,
                  args_before_seed, n_words):
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
+        self.two_lanes = two_lanes
         self.n_threads = n_threads
         self.args_before_mask = args_before_mask
         self.args_before_seed = args_before_seed
@@ -145,7 +146,7 @@ class _IterationGrower:
         try:
             table, bitsets = gg.grow_gradient_tree(
                 workspace, sample_indices, *self.args_before_mask, feature_mask,
-                *self.args_before_seed, seed, self.n_words, serial)
+                *self.args_before_seed, seed, self.n_words, serial, self.two_lanes)
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
@@ -572,7 +573,9 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                          "update": 0.0, "evaluate": 0.0}
         choice = _ThreadChoice()
         grower = _IterationGrower(
-            workspace, use_hessian, choice.threads,
+            # A unit hessian (or Friedman's least-squares fit, whose hessian channel is
+            # the weight) lets the grower sum the gradient and hessian channels only.
+            workspace, use_hessian, loss.unit_hessian or not use_hessian, choice.threads,
             (binner.n_value_bins_, self.is_categorical_.astype(np.uint8), binner.missing_bin_,
              binner.bin_thresholds_),
             (monotonic, interaction_sets, params, p["max_depth"], p["max_leaf_nodes"],

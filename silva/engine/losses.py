@@ -306,6 +306,9 @@ class Loss:
     renew_leaves_in_newton : bool
         Whether ``boosting="newton"`` also takes leaf values from the line search (for
         absolute_error and quantile, whose hessian carries no curvature).
+    unit_hessian : bool
+        Whether ``gradient_hessian`` sets every hessian to exactly 1 (so a sample's
+        weighted hessian is its weight, and the grower need not sum both).
     """
 
     name = ""
@@ -314,6 +317,7 @@ class Loss:
     is_classification = False
     line_search = None
     renew_leaves_in_newton = False
+    unit_hessian = False
     param = 0.0
 
     def check_y(self, y, sample_weight):
@@ -352,6 +356,7 @@ class Loss:
 class SquaredError(Loss):
     name = "squared_error"
     code = 0
+    unit_hessian = True
 
     def init_raw(self, y, sample_weight):
         return np.array([np.average(y, weights=sample_weight)])
@@ -365,6 +370,7 @@ class AbsoluteError(Loss):
     code = 1
     line_search = "quantile"
     renew_leaves_in_newton = True
+    unit_hessian = True
 
     def init_raw(self, y, sample_weight):
         return np.array([weighted_quantile(y, sample_weight, 0.5)])
@@ -380,6 +386,7 @@ class Huber(Loss):
     name = "huber"
     code = 2
     line_search = "huber"
+    unit_hessian = True
 
     def __init__(self, alpha):
         self.alpha = alpha
@@ -401,6 +408,7 @@ class Quantile(Loss):
     code = 3
     line_search = "quantile"
     renew_leaves_in_newton = True
+    unit_hessian = True
 
     def __init__(self, alpha):
         self.param = alpha

@@ -1,0 +1,110 @@
+"""The gradient grower's kernels against plain numpy: the stable partition of a node's
+sample indices, the node histogram (all four channels, or gradient and hessian only),
+and whole trees grown either way."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_regression
+
+from silva.boosting import GradientBoostingRegressor
+from silva.engine import gradient_grower as gg
+from silva.engine import losses
+
+MISSING_BIN = 40
+
+
+def _workspace(n_samples, n_features, seed, unit_hessian=False):
+    rng = np.random.default_rng(seed)
+    bin_codes = rng.integers(0, MISSING_BIN + 1, size=(n_features, n_samples)).astype(np.uint8)
+    workspace = gg.make_workspace(bin_codes, MISSING_BIN + 1)
+    gradient = rng.normal(size=(n_samples, 1))
+    hessian = np.ones((n_samples, 1)) if unit_hessian else rng.random((n_samples, 1))
+    weight = rng.integers(1, 4, n_samples).astype(np.float64)
+    gg.fill_statistics(gradient, hessian, 0, weight, True,
+                       np.arange(n_samples, dtype=np.int32), workspace[1], False)
+    return workspace, bin_codes, gradient[:, 0], hessian[:, 0], weight
+
+
+def _node(n_samples, node_size, seed):
+    rng = np.random.default_rng(seed + 1)
+    return np.sort(rng.choice(n_samples, node_size, replace=False)).astype(np.int32)
+
+
+# One block (serial pass); several blocks run in parallel; the same blocks serially.
+SIZES = [(3000, 1000, False), (120_000, 90_000, False), (120_000, 90_000, True)]
+
+
+@pytest.mark.parametrize("n_samples,node_size,serial", SIZES)
+@pytest.mark.parametrize("split", ["numeric", "missing_left", "categorical"])
+def test_partition_is_numpys_stable_partition(n_samples, node_size, serial, split):
+    workspace, bin_codes, *_ = _workspace(n_samples, 3, seed=node_size)
+    work_index = workspace[2]
+    node = _node(n_samples, node_size, seed=1)
+    start = 17  # a node that does not begin at 0
+    half = 1
+    work_index[half, start:start + node_size] = node
+    bitset = np.zeros(1, dtype=np.uint64)
+    for category in (0, 3, 4, 9, 31):
+        bitset[0] |= np.uint64(1) << np.uint64(category)
+    codes = bin_codes[1, node].astype(np.int64)
+    if split == "categorical":
+        goes_left = (bitset[0] >> codes.astype(np.uint64)) & np.uint64(1) != 0
+        goes_left[codes == MISSING_BIN] = False
+    else:
+        goes_left = codes <= 12
+        goes_left[codes == MISSING_BIN] = split == "missing_left"
+    n_blocks = gg._n_blocks(node_size)
+    bounds = np.array([start + k * node_size // n_blocks for k in range(n_blocks + 1)])
+    lefts = np.empty(n_blocks, dtype=np.int64)
+    n_left, children_half = gg._partition(
+        bin_codes[1], work_index, half, MISSING_BIN, 12, split == "missing_left",
+        split == "categorical", bitset, bounds, lefts, serial)
+    assert n_left == goes_left.sum()
+    expected = np.concatenate([node[goes_left], node[~goes_left]])
+    np.testing.assert_array_equal(work_index[children_half, start:start + node_size],
+                                  expected)
+
+
+def _reference_histogram(bin_codes, node, channels):
+    n_features = bin_codes.shape[0]
+    hist = np.zeros((n_features, MISSING_BIN + 1, 4))
+    for f in range(n_features):
+        for c, values in enumerate(channels):
+            np.add.at(hist[f, :, c], bin_codes[f, node], values[node])
+    return hist
+
+
+@pytest.mark.parametrize("n_samples,node_size,serial", SIZES)
+@pytest.mark.parametrize("two_lanes", [False, True])
+def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes):
+    n_features = 5
+    workspace, bin_codes, gradient, hessian, weight = _workspace(
+        n_samples, n_features, seed=node_size, unit_hessian=two_lanes)
+    codes, stats, work_index, histograms, _ = workspace
+    node = _node(n_samples, node_size, seed=2)
+    work_index[0, :node_size] = node
+    hist = histograms[0]
+    parent = np.random.default_rng(0).normal(size=hist.shape)
+    parent_before = parent.copy()
+    gg.node_histogram(hist, parent, histograms[5:], codes, work_index[0], stats, 0,
+                      node_size, n_features, True, serial, two_lanes)
+    expected = _reference_histogram(bin_codes, node,
+                                     [weight, weight * gradient, weight * hessian])
+    np.testing.assert_allclose(hist, expected, rtol=1e-12, atol=1e-9)
+    if two_lanes:
+        # The weight channel is the hessian channel, bit for bit.
+        np.testing.assert_array_equal(hist[:, :, 0], hist[:, :, 2])
+    np.testing.assert_array_equal(parent, parent_before - hist)
+
+
+def test_two_lane_histograms_grow_the_same_trees(monkeypatch):
+    X, y = make_regression(3000, 6, noise=5.0, random_state=0)
+    X[::9, 1] = np.nan
+    params = dict(n_estimators=15, max_leaf_nodes=12, random_state=0)
+    two = GradientBoostingRegressor(**params).fit(X, y)
+    monkeypatch.setattr(losses.SquaredError, "unit_hessian", False)
+    four = GradientBoostingRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(two.predict(X), four.predict(X))
+    for tree_two, tree_four in zip(two.estimators_, four.estimators_, strict=True):
+        np.testing.assert_array_equal(tree_two[0].threshold, tree_four[0].threshold)
+        np.testing.assert_array_equal(tree_two[0].value, tree_four[0].value)
