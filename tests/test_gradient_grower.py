@@ -10,7 +10,8 @@ from silva.boosting import GradientBoostingRegressor
 from silva.engine import gradient_grower as gg
 from silva.engine import losses
 
-MISSING_BIN = 40
+# 64 bins, which the histograms pad to 65 (see gg.padded_bins).
+MISSING_BIN = 63
 
 
 def _workspace(n_samples, n_features, seed, unit_hessian=False):
@@ -90,11 +91,21 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes)
                       node_size, n_features, True, serial, two_lanes)
     expected = _reference_histogram(bin_codes, node,
                                      [weight, weight * gradient, weight * hessian])
-    np.testing.assert_allclose(hist, expected, rtol=1e-12, atol=1e-9)
+    assert hist.shape[1] == gg.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
+    np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
+    assert not hist[:, MISSING_BIN + 1:].any()
     if two_lanes:
         # The weight channel is the hessian channel, bit for bit.
         np.testing.assert_array_equal(hist[:, :, 0], hist[:, :, 2])
     np.testing.assert_array_equal(parent, parent_before - hist)
+
+
+def test_padded_bins_keep_feature_histograms_off_4k_multiples():
+    for n_bins in range(1, 3000):
+        padded = gg.padded_bins(n_bins)
+        assert n_bins <= padded <= n_bins + 10
+        # Odd, so 32- and 16-byte entries both give a stride off every 4 KiB multiple.
+        assert padded % 2 == 1 and 5 <= padded % 128 <= 123
 
 
 def test_two_lane_histograms_grow_the_same_trees(monkeypatch):

