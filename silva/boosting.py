@@ -539,11 +539,16 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             packed.predict(X, out=raw)
             for e in evals:
                 packed.predict(e[1], out=e[4])
-
+        # Column-major training predictions, gradients and hessians: a class's tree reads
+        # and updates one contiguous column, where a row-major column of K classes made
+        # every tree touch every cache line of the whole array (10 classes, 160,000 rows,
+        # one thread: the update took 1.0-1.5 ms less per tree, the softmax gradients
+        # 1.8 ms more per iteration). With one output both layouts are one.
+        raw = np.asfortranarray(raw)
         begin = len(self.estimators_)
         end = int(self.n_estimators)
-        grad = np.empty((n_samples, K))
-        hess = np.empty((n_samples, K))
+        grad = np.empty((n_samples, K), order="F")
+        hess = np.empty((n_samples, K), order="F")
         all_rows = np.arange(n_samples, dtype=np.int32)
         use_hessian = self.boosting == "newton"
         params = p["params"]
