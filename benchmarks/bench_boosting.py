@@ -1,14 +1,14 @@
 """Gradient boosting benchmark: silva against LightGBM and XGBoost, side by side.
 
 Same data for every library (``make_classification`` / ``make_regression``, 28 features,
-or for ``flags`` 28 binary features and a logistic target; 80/20 split), 100 iterations,
-31 leaves, 255 bins, learning rate 0.1, no sampling, the same number of threads for all
-(``--threads``, default all cores). For each task it prints fit time (after one untimed
-warm-up fit of silva on a small sample, so that numba's compilation is not counted) as
-wall-clock and CPU seconds, the ratio to the faster peer, the test metric (AUC, accuracy
-or RMSE), the time to predict 200,000 rows and its ratio to XGBoost's, and silva's own
-breakdown of fit time (gradients and sampling, tree growing, leaf values, raw-prediction
-updates).
+or for ``flags`` 8 continuous and 20 binary features and a logistic target; 80/20 split),
+100 iterations, 31 leaves, 255 bins, learning rate 0.1, no sampling, the same number of
+threads for all (``--threads``, default all cores). For each task it prints fit time
+(after one untimed warm-up fit of silva on a small sample, so that numba's compilation
+is not counted) as wall-clock and CPU seconds, the ratio to the faster peer, the test
+metric (AUC, accuracy or RMSE), the time to predict 200,000 rows and its ratio to
+XGBoost's, and silva's own breakdown of fit time (gradients and sampling, tree growing,
+leaf values, raw-prediction updates).
 
 On a shared machine every library slows down when other processes take the cores (and
 parallel code most): ``--repeat N`` fits each library N times, the libraries taking
@@ -40,12 +40,15 @@ LR = 0.1
 
 def _data(task, n_samples):
     if task == "flags":
-        # Binary features (0/1, a third of them set), as one-hot or indicator columns
-        # give: every feature falls in one of two bins, the case that 4K aliasing of the
-        # histogram entries once made ten times slower (gradient_grower.padded_bins).
+        # 8 continuous features and 20 binary ones (0/1, a third of them set), as
+        # indicator or one-hot columns give: the continuous ones make every feature's
+        # histogram 256 bins wide, and the binary ones all fall in bins 0 and 1, the case
+        # that 4K aliasing of the histogram entries once made several times slower
+        # (gradient_grower.padded_bins).
         rng = np.random.default_rng(0)
-        X = (rng.random((n_samples, 28)) < 1 / 3).astype(np.float64)
-        logit = X[:, :14] @ rng.normal(size=14) + 0.5 * X[:, 0] * X[:, 1] - 1.0
+        X = np.hstack([rng.normal(size=(n_samples, 8)),
+                       (rng.random((n_samples, 20)) < 1 / 3).astype(np.float64)])
+        logit = X[:, :14] @ rng.normal(size=14) + 0.5 * X[:, 8] * X[:, 9] - 1.0
         y = (rng.random(n_samples) < 1 / (1 + np.exp(-logit))).astype(np.int64)
         return train_test_split(X, y, test_size=0.2, random_state=0)
     if task == "regression":
