@@ -250,6 +250,23 @@ def test_same_model_whatever_the_thread_count(n_classes):
     np.testing.assert_array_equal(one, two)
 
 
+def test_same_regression_model_whatever_the_thread_count():
+    # Squared error has a unit hessian: the grower's two-channel histograms, whose
+    # parallel block sums must also be those of one thread.
+    X, y = make_regression(70000, 8, noise=5.0, random_state=0)
+    X[::7, 2] = np.nan
+    params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = GradientBoostingRegressor(**params).fit(X, y).predict(X)
+        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+        two = GradientBoostingRegressor(**params).fit(X, y).predict(X)
+    finally:
+        numba.set_num_threads(previous)
+    np.testing.assert_array_equal(one, two)
+
+
 def test_sampling_options_and_importances():
     X, y = _classification(800)
     for params in (dict(subsample=0.5), dict(sampling="goss"), dict(colsample_bytree=0.5),
