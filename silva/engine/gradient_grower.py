@@ -35,13 +35,15 @@ a child that may not split (depth or leaf limit reached, too small).
 Parallelism: a pass over a node of at least ``2 * BLOCK_ROWS`` samples (histogram,
 partition) runs over row blocks whose number depends only on the node's size; each
 histogram block sums its own samples, and the block sums are then added in block
-order; the partition counts each block's left samples first, so that each block can
-place its samples directly. Results therefore do not depend on the number of threads;
+order; the partition splits each block within its own range, then copies each block's
+two runs to their final places (:func:`_partition`; a stable partition has one result,
+however it is computed). Results therefore do not depend on the number of threads;
 a node below ``2 * BLOCK_ROWS`` samples is one serial pass whose sums are those of
 :func:`silva.engine.histogram.build_histogram` (same samples, same order).
 With ``serial=True`` (trees grown at once in several threads, one per class of a
-multiclass iteration) no parallel region starts: the same row blocks run one after the
-other and are added in the same order, so the tree is the same.
+multiclass iteration) no parallel region starts: the same histogram blocks run one after
+the other and are added in the same order, and a split is one serial pass, so the tree
+is the same.
 
 Per-node feature choice: ``feature_mask`` (the tree's ``colsample_bytree`` draw), the
 interaction constraints (a node may use the features of any constraint set that holds
