@@ -4,6 +4,7 @@ custom objectives, categorical and missing values, constraints, determinism, err
 import numba
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.datasets import make_classification, make_regression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
@@ -229,24 +230,34 @@ def test_interaction_constraints():
             stack += [(tree.children_left[node], used), (tree.children_right[node], used)]
 
 
+def _outputs_with_one_and_two_threads(model, X, y, output):
+    """``output(model fitted on X, y)`` with numba on one thread, then on two."""
+    previous = numba.get_num_threads()
+    outputs = []
+    try:
+        for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
+            numba.set_num_threads(threads)
+            outputs.append(output(clone(model).fit(X, y)))
+    finally:
+        numba.set_num_threads(previous)
+    return outputs
+
+
+# Both: 70,000 rows, so that the 70% in-bag sample (49,000) is above the grower's
+# 2 * BLOCK_ROWS threshold and its parallel block passes run.
+THREAD_TEST_PARAMS = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_same_model_whatever_the_thread_count(n_classes):
-    # 70,000 rows, so that the 70% in-bag sample (49,000) is above the grower's
-    # 2 * BLOCK_ROWS threshold and its parallel block passes run. With three classes
-    # and two threads, the trees of an iteration also grow at once in two threads, each
-    # running the same row blocks serially.
+    # With three classes and two threads, the trees of an iteration also grow at once in
+    # two threads, each running the same row blocks serially.
     X, y = make_classification(70000, 8, n_informative=5, n_classes=n_classes,
                                random_state=0)
     X[::7, 2] = np.nan
-    params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        one = GradientBoostingClassifier(**params).fit(X, y).decision_function(X)
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = GradientBoostingClassifier(**params).fit(X, y).decision_function(X)
-    finally:
-        numba.set_num_threads(previous)
+    one, two = _outputs_with_one_and_two_threads(
+        GradientBoostingClassifier(**THREAD_TEST_PARAMS), X, y,
+        lambda model: model.decision_function(X))
     np.testing.assert_array_equal(one, two)
 
 
@@ -255,15 +266,9 @@ def test_same_regression_model_whatever_the_thread_count():
     # parallel block sums must also be those of one thread.
     X, y = make_regression(70000, 8, noise=5.0, random_state=0)
     X[::7, 2] = np.nan
-    params = dict(n_estimators=5, subsample=0.7, colsample_bynode=0.6, random_state=3)
-    previous = numba.get_num_threads()
-    try:
-        numba.set_num_threads(1)
-        one = GradientBoostingRegressor(**params).fit(X, y).predict(X)
-        numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
-        two = GradientBoostingRegressor(**params).fit(X, y).predict(X)
-    finally:
-        numba.set_num_threads(previous)
+    one, two = _outputs_with_one_and_two_threads(
+        GradientBoostingRegressor(**THREAD_TEST_PARAMS), X, y,
+        lambda model: model.predict(X))
     np.testing.assert_array_equal(one, two)
 
 

@@ -531,7 +531,15 @@ def _partition(column, work_index, half, missing_bin, split_bin, missing_left, c
     if lefts.shape[0] == 1 or serial:
         n_left = _split_block(column, index_from, index_to, start, end, missing, split,
                               missing_goes, categorical, bitset_row)
-        index_to[start + n_left:end] = index_to[start + n_left:end][::-1].copy()
+        # The right run back in increasing order, in place.
+        low = start + n_left
+        high = end - 1
+        while low < high:
+            s = index_to[low]
+            index_to[low] = index_to[high]
+            index_to[high] = s
+            low += 1
+            high -= 1
         return n_left, 1 - half
     _split_blocks(column, index_from, index_to, bounds, lefts, missing, split, missing_goes,
                   categorical, bitset_row)
