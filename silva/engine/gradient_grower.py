@@ -159,9 +159,10 @@ def padded_bins(n_bins):
     return padded
 
 
-def make_workspace(bin_codes, n_bins):
+def make_workspace(bin_codes, n_bins, pool_slots=4):
     """The grower's buffers for a fit on the feature-major ``bin_codes`` (n_features,
-    n_samples), allocated once and reused by every tree.
+    n_samples), allocated once and reused by every tree; ``pool_slots``: histograms kept
+    for a tree's nodes before the pool has to grow (see :func:`grow_gradient_tree`).
 
     A sample is one *record*: its bin codes, then its four statistic channels (float64,
     written by :func:`fill_statistics` before each tree), padded so that the channels
@@ -175,10 +176,10 @@ def make_workspace(bin_codes, n_bins):
     record_bytes / itemsize) and ``stats`` (n_samples, record_bytes / 8) float64, two
     views of the records (a sample's channels are the last four ``stats`` columns);
     ``index`` (2, n_samples) int32, the two halves between which the partition moves a
-    tree's sample indices; ``histograms`` (4 + MAX_BLOCKS, n_features,
-    ``padded_bins(n_bins)``, 4), a
-    tree's first histogram slots, a scratch one and the block sums of parallel passes;
-    ``columns``, ``bin_codes`` itself.
+    tree's sample indices; ``histograms`` (pool_slots + MAX_BLOCKS, n_features,
+    ``padded_bins(n_bins)``, 4): the ``pool_slots`` slots of a tree's node histograms,
+    a scratch one and the ``MAX_BLOCKS - 1`` block sums of parallel passes; ``columns``,
+    ``bin_codes`` itself.
     """
     n_features, n_samples = bin_codes.shape
     code_words = -(-(n_features * bin_codes.itemsize) // 8)
@@ -187,8 +188,8 @@ def make_workspace(bin_codes, n_bins):
     codes = records.view(bin_codes.dtype)
     codes[:, :n_features] = bin_codes.T
     index = _aligned_zeros((2, n_samples), np.int32)
-    histograms = _aligned_zeros((4 + MAX_BLOCKS, n_features, padded_bins(n_bins), N_CHANNELS),
-                                np.float64)
+    histograms = _aligned_zeros(
+        (pool_slots + MAX_BLOCKS, n_features, padded_bins(n_bins), N_CHANNELS), np.float64)
     return codes, records.view(np.float64), index, histograms, bin_codes
 
 
@@ -692,11 +693,16 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     table = np.zeros((capacity, N_COLUMNS))
     bitsets = np.zeros((capacity, n_words), dtype=np.uint64)
     paths = np.zeros((capacity, n_features), dtype=np.uint8)
-    # Reused from tree to tree: no allocation (and page faults) per tree.
-    pool = histograms[:4]
-    free_slots = [3, 2, 1, 0]
-    scratch_hist = histograms[4]
-    parts = histograms[5:]
+    # Reused from tree to tree: no allocation (and page faults) per tree, unless a tree
+    # keeps more histograms at once than the workspace's pool holds.
+    n_pool = histograms.shape[0] - MAX_BLOCKS
+    pool = histograms[:n_pool]
+    free_slots = [0]
+    free_slots.pop()
+    for slot in range(n_pool - 1, -1, -1):
+        free_slots.append(slot)
+    scratch_hist = histograms[n_pool]
+    parts = histograms[n_pool + 1:]
     bounds = np.empty(MAX_BLOCKS + 1, dtype=np.int64)
     block_lefts = np.empty(MAX_BLOCKS, dtype=np.int64)
     candidates = np.empty(n_features, dtype=np.int64)
