@@ -66,6 +66,34 @@ def test_partition_is_numpys_stable_partition(n_samples, node_size, serial, spli
                                   expected)
 
 
+@pytest.mark.parametrize("sixteen_lanes", [False, True])
+@pytest.mark.parametrize("missing_left", [False, True])
+def test_split_block_with_and_without_sixteen_lanes(monkeypatch, sixteen_lanes,
+                                                    missing_left):
+    # The compiled block split (16 samples a step on this CPU), and the scalar loop
+    # alone, which is what CPUs without AVX-512 run: as plain Python with the step off.
+    if sixteen_lanes and not gg.SIXTEEN_LANE_SPLIT:
+        pytest.skip("this CPU has no AVX-512")
+    split_block = gg._split_block
+    if not sixteen_lanes:
+        monkeypatch.setattr(gg, "SIXTEEN_LANE_SPLIT", False)
+        split_block = gg._split_block.py_func
+    _, bin_codes, *_ = _workspace(600, 2, seed=5)
+    node = _node(600, 250, seed=3)
+    first, last = 7, 7 + node.size
+    index_from = np.zeros(300, dtype=np.int32)
+    index_from[first:last] = node
+    index_to = np.zeros(300, dtype=np.int32)
+    n_left = split_block(
+        bin_codes[0], index_from, index_to, first, last, np.int64(MISSING_BIN),
+        np.int64(20), np.int64(missing_left), False, np.zeros(1, dtype=np.uint64))
+    codes = bin_codes[0, node]
+    goes_left = np.where(codes == MISSING_BIN, missing_left, codes <= 20)
+    assert n_left == goes_left.sum()
+    np.testing.assert_array_equal(index_to[first:last],
+                                  np.concatenate([node[goes_left], node[~goes_left]]))
+
+
 def _reference_histogram(bin_codes, node, channels):
     n_features = bin_codes.shape[0]
     hist = np.zeros((n_features, MISSING_BIN + 1, 4))
