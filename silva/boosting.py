@@ -70,8 +70,6 @@ except ImportError:  # pragma: no cover - the progress module is optional
         return iterable
 
 _UNLIMITED_DEPTH = 2**31 - 1
-# At most this much memory for a fit's pool of node histograms (see _pool_slots).
-_POOL_BYTES = 64 * 2**20
 
 
 class _ThreadChoice:
@@ -525,9 +523,9 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             self.evals_result_ = {}
         # The grower reads each sample's codes and statistics as one record (see
         # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
-        workspace = gg.make_workspace(binner.transform(X), binner.missing_bin_ + 1,
-                                      _pool_slots(p["max_leaf_nodes"], n_features,
-                                                  binner.missing_bin_ + 1))
+        n_bins = binner.missing_bin_ + 1
+        workspace = gg.make_workspace(binner.transform(X), n_bins,
+                                      gg.pool_slots_for(p["max_leaf_nodes"], n_features, n_bins))
         codes = workspace[0]
         self._n_trees_per_iteration = K
         self.n_trees_per_iteration_ = K
@@ -786,17 +784,6 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
-
-
-def _pool_slots(max_leaf_nodes, n_features, n_bins):
-    """Node histograms the workspace keeps for a tree: one per leaf waiting to be split,
-    plus the new child's (``max_leaf_nodes + 1``; 64 without a leaf limit), within
-    ``_POOL_BYTES``. A tree that needs more grows its pool (allocating and copying
-    twice the slots each time); with 4 slots, a 31-leaf tree on 800,000 x 28 rows grew
-    it three times per tree, copying about 6.5 MB, about 1 ms of its 40."""
-    wanted = 64 if max_leaf_nodes <= 0 else max_leaf_nodes + 1
-    slot_bytes = n_features * gg.padded_bins(n_bins) * gg.N_CHANNELS * 8
-    return int(max(4, min(wanted, _POOL_BYTES // slot_bytes)))
 
 
 def _newton_value(sums, params, lower, upper):

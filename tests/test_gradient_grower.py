@@ -152,14 +152,12 @@ def test_two_lane_histograms_grow_the_same_trees(monkeypatch):
 def test_pool_size_does_not_change_the_trees(monkeypatch):
     # 40 leaves: a pool of 4 slots grows within each tree (allocate, copy, carry on);
     # one of 41 never does. Both must give the same trees.
-    from silva import boosting
-
     X, y = make_regression(20_000, 6, noise=5.0, random_state=0)
     X[::9, 1] = np.nan
     params = dict(n_estimators=5, max_leaf_nodes=40, min_samples_leaf=5, random_state=0)
-    assert boosting._pool_slots(40, 6, 256) == 41
+    assert gg.pool_slots_for(40, 6, 256) == 41
     large = GradientBoostingRegressor(**params).fit(X, y)
-    monkeypatch.setattr(boosting, "_pool_slots", lambda *args: 4)
+    monkeypatch.setattr(gg, "pool_slots_for", lambda *args: 4)
     small = GradientBoostingRegressor(**params).fit(X, y)
     assert max(tree[0].n_leaves for tree in small.estimators_) == 40
     for tree_large, tree_small in zip(large.estimators_, small.estimators_, strict=True):
