@@ -33,18 +33,15 @@ over them, against 4 bytes now. The smaller child's histogram is built, the larg
 child's is the parent's minus it (the subtraction trick), and no histogram is built for
 a child that may not split (depth or leaf limit reached, too small).
 
-Parallelism: a pass over a node of at least ``2 * BLOCK_ROWS`` samples (histogram,
-partition) runs over row blocks whose number depends only on the node's size; each
-histogram block sums its own samples, and the block sums are then added in block
-order; the partition splits each block within its own range, then copies each block's
-two runs to their final places (:func:`_partition`; a stable partition has one result,
-however it is computed). Results therefore do not depend on the number of threads;
-a node below ``2 * BLOCK_ROWS`` samples is one serial pass whose sums are those of
-:func:`silva.engine.histogram.build_histogram` (same samples, same order).
-With ``serial=True`` (trees grown at once in several threads, one per class of a
-multiclass iteration) no parallel region starts: the same histogram blocks run one after
-the other and are added in the same order, and a split is one serial pass, so the tree
-is the same.
+Parallelism: a histogram pass over a node of at least ``2 * BLOCK_ROWS`` samples runs
+over row blocks whose number depends only on the node's size; each block sums its own
+samples, and the block sums are then added in block order, so results do not depend on
+the number of threads; a node below ``2 * BLOCK_ROWS`` samples is one serial pass whose
+sums are those of :func:`silva.engine.histogram.build_histogram` (same samples, same
+order). The partition is one serial pass at every size (see :func:`_partition`). With
+``serial=True`` (trees grown at once in several threads, one per class of a multiclass
+iteration) no parallel region starts: the same histogram blocks run one after the other
+and are added in the same order, so the tree is the same.
 
 Per-node feature choice: ``feature_mask`` (the tree's ``colsample_bytree`` draw), the
 interaction constraints (a node may use the features of any constraint set that holds
@@ -121,8 +118,8 @@ UNDEFINED = -2
 # (feature, bin) entry to 32 bytes, so that one vector operation adds a sample to it.
 N_CHANNELS = 4
 
-# Passes over a node of at least 2 * BLOCK_ROWS samples run in parallel over row blocks
-# of at least BLOCK_ROWS samples, at most MAX_BLOCKS of them. Measured, one binary
+# Histogram passes over a node of at least 2 * BLOCK_ROWS samples run in parallel over
+# row blocks of at least BLOCK_ROWS samples, at most MAX_BLOCKS of them. Measured, one binary
 # log-loss tree on 800,000 x 28 rows, 31 leaves, 2 threads, median of 5-6 processes:
 # 39.9 ms with 4096, 40.4 with 8192, 43.4 with 16384; 2048 varied from 40 to 52 ms.
 # With 16384 the many children of 8,000-32,000 samples were serial passes.
@@ -573,70 +570,26 @@ def _split_block(column, index_from, index_to, first, last, missing, split, miss
     return to_left - first
 
 
-@nb.njit(cache=True, inline="always")
-def _place_block(k, index_from, index_to, bounds, lefts, n_left):
-    """Copy block ``k``'s two runs of ``index_to`` (see :func:`_split_block`) to their
-    final places in ``index_from``: its left samples after those of the blocks before
-    it, its right samples after theirs."""
-    start = bounds[0]
-    left_before = 0
-    for j in range(k):
-        left_before += lefts[j]
-    first = bounds[k]
-    n_block_left = lefts[k]
-    to_left = start + left_before
-    for i in range(n_block_left):
-        index_from[to_left + i] = index_to[first + i]
-    to_right = start + n_left + (first - start - left_before)
-    first_right = first + n_block_left
-    for i in range(bounds[k + 1] - first_right):
-        index_from[to_right + i] = index_to[first_right + i]
-
-
-@nb.njit(cache=True, parallel=True)
-def _split_blocks(column, index_from, index_to, bounds, lefts, missing, split, missing_goes,
-                  categorical, bitset_row):
-    n_blocks = lefts.shape[0]
-    for k in nb.prange(n_blocks):
-        lefts[k] = _split_block(column, index_from, index_to, bounds[k], bounds[k + 1],
-                                missing, split, missing_goes, categorical, bitset_row)
-    n_left = lefts.sum()
-    for k in nb.prange(n_blocks):
-        _place_block(k, index_from, index_to, bounds, lefts, n_left)
-
-
 @nb.njit(cache=True)
-def _partition(column, work_index, half, missing_bin, split_bin, missing_left, categorical,
-               bitset_row, bounds, lefts, serial):
-    """Stable partition of a node's sample indices, ``work_index[half, start:end]``
-    (``start, end = bounds[0], bounds[-1]``), by their codes in ``column`` (the split
-    feature's row of the feature-major bin codes): left samples first, each side in its
-    original (increasing) order. Returns ``(n_left, children_half)``, the half of
-    ``work_index`` that now holds the children in the same range.
+def _partition(column, work_index, half, start, end, missing_bin, split_bin, missing_left,
+               categorical, bitset_row):
+    """Stable partition of a node's sample indices, ``work_index[half, start:end]``, by
+    their codes in ``column`` (the split feature's row of the feature-major bin codes):
+    left samples first, each side in its original (increasing) order, into the same
+    range of the other half, ``work_index[1 - half]``. Returns the number of left
+    samples.
 
-    One pass decides every sample's side (:func:`_split_block`: 16 samples at a time
-    with AVX-512, see :func:`_split_sixteen`). One block (or ``serial``): the pass
-    writes the left samples into the other half and gathers the right ones at the start
-    of their own range, then copies them after the left ones. Several blocks
-    (``bounds``, from :func:`_n_blocks`): each block is split so within its own range,
-    in parallel, then each block's two runs are copied to their final places back in
-    ``half``, whose old contents are no longer needed. Either way the children are the
-    same.
+    One serial pass (:func:`_split_block`: 16 samples at a time with AVX-512, see
+    :func:`_split_sixteen`), whatever the node's size. A parallel version split row
+    blocks in their own ranges and then copied each block's two runs to their final
+    places; on the 2-core machine it took longer than the serial pass at every size
+    (800,000 rows: 0.79-1.23 against 0.69 ns per sample; 30,000: 1.2-1.7 against 0.77):
+    the extra copy cost more than the second core gave back on this load-bound pass.
     """
     missing_goes = np.int64(1) if missing_left else np.int64(0)
-    missing = np.int64(missing_bin)
-    split = np.int64(split_bin)
-    index_from = work_index[half]
-    index_to = work_index[1 - half]
-    start = bounds[0]
-    end = bounds[bounds.shape[0] - 1]
-    if lefts.shape[0] == 1 or serial:
-        n_left = _split_block(column, index_from, index_to, start, end, missing, split,
-                              missing_goes, categorical, bitset_row)
-        return n_left, 1 - half
-    _split_blocks(column, index_from, index_to, bounds, lefts, missing, split, missing_goes,
-                  categorical, bitset_row)
-    return lefts.sum(), half
+    return _split_block(column, work_index[half], work_index[1 - half], start, end,
+                        np.int64(missing_bin), np.int64(split_bin), missing_goes,
+                        categorical, bitset_row)
 
 
 @nb.njit(cache=True)
@@ -789,8 +742,6 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     free_slots = list(range(n_pool - 1, -1, -1))
     scratch_hist = histograms[n_pool]
     parts = histograms[n_pool + 1:]
-    bounds = np.empty(MAX_BLOCKS + 1, dtype=np.int64)
-    block_lefts = np.empty(MAX_BLOCKS, dtype=np.int64)
     candidates = np.empty(n_features, dtype=np.int64)
     feature_score = np.empty(n_features)
     feature_bin = np.empty(n_features, dtype=np.int64)
@@ -931,13 +882,10 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         else:
             row[THRESHOLD] = bin_thresholds[feature, split_bin]
 
-        n_blocks = _n_blocks(end - start)
-        for k in range(n_blocks + 1):
-            bounds[k] = start + k * (end - start) // n_blocks
-        n_left, children_half = _partition(
-            columns[feature], work_index, np.int64(row[DATA_HALF]), missing_bin, split_bin,
-            missing_left, categorical, bitsets[node], bounds[:n_blocks + 1],
-            block_lefts[:n_blocks], serial)
+        half = np.int64(row[DATA_HALF])
+        n_left = _partition(columns[feature], work_index, half, start, end, missing_bin,
+                            split_bin, missing_left, categorical, bitsets[node])
+        children_half = 1 - half
         mid = start + n_left
         pending_half[0] = children_half
         pending_half[1] = children_half
