@@ -360,12 +360,25 @@ def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features
 
 
 @nb.njit(cache=True, inline="always")
+def _subtract(target, source):
+    """``target -= source`` for two C-contiguous arrays of one shape, as one flat loop:
+    numba's in-place array operator took 8 times longer on a (28, 261, 4) histogram
+    (57 against 7 microseconds)."""
+    target_flat = target.reshape(-1)
+    source_flat = source.reshape(-1)
+    for i in range(target_flat.shape[0]):
+        target_flat[i] -= source_flat[i]
+
+
+@nb.njit(cache=True, inline="always")
 def _add_blocks(f, hist, parts, n_blocks):
-    # Blocks in order: the same sums whatever thread computed which block.
+    # Blocks in order: the same sums whatever thread computed which block. One flat
+    # loop per block: three nested loops over bins and channels took 3.5 times longer.
+    target = hist[f].reshape(-1)
     for k in range(n_blocks - 1):
-        for b in range(hist.shape[1]):
-            for c in range(hist.shape[2]):
-                hist[f, b, c] += parts[k, f, b, c]
+        source = parts[k, f].reshape(-1)
+        for i in range(target.shape[0]):
+            target[i] += source[i]
 
 
 @nb.njit(cache=True, parallel=True)
@@ -446,7 +459,7 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     else:
         _sum_node(hist, parts, codes, index, stats, start, end, n_features, serial)
     if subtract:
-        parent -= hist
+        _subtract(parent, hist)
 
 
 @nb.njit(cache=True, inline="always")
