@@ -43,13 +43,17 @@ the softmax hessian scaled by Friedman's ``(K-1)/K`` factor (Friedman 2001, Algo
 which LightGBM uses too.
 
 Per-sample work is compiled with numba and parallel over samples; every sample's value is
-computed independently, so results do not depend on the number of threads.
+computed independently, so results do not depend on the number of threads. The gradient
+kernels exponentiate with :func:`silva.engine.vector_exp.exp` (within 1 ulp of the C
+library's, and vectorised: the binary log loss's gradients took a quarter of the time).
 """
 
 import numbers
 
 import numba as nb
 import numpy as np
+
+from silva.engine.vector_exp import exp
 
 _EPS = 1e-15
 # exp() overflows above ~709: raw predictions are clipped there before exponentiating.
@@ -94,7 +98,7 @@ def _quantile_gh(y, raw, alpha, grad, hess):
 @nb.njit(cache=True, parallel=True)
 def _poisson_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
-        mu = np.exp(min(raw[i, 0], _MAX_EXP))
+        mu = exp(min(raw[i, 0], _MAX_EXP))
         grad[i, 0] = mu - y[i]
         hess[i, 0] = mu
 
@@ -102,7 +106,7 @@ def _poisson_gh(y, raw, grad, hess):
 @nb.njit(cache=True, parallel=True)
 def _gamma_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
-        t = y[i] * np.exp(min(-raw[i, 0], _MAX_EXP))
+        t = y[i] * exp(min(-raw[i, 0], _MAX_EXP))
         grad[i, 0] = 1.0 - t
         hess[i, 0] = t
 
@@ -111,8 +115,8 @@ def _gamma_gh(y, raw, grad, hess):
 def _tweedie_gh(y, raw, power, grad, hess):
     for i in nb.prange(y.shape[0]):
         f = min(max(raw[i, 0], -_MAX_EXP), _MAX_EXP)
-        a = np.exp((1.0 - power) * f)
-        b = np.exp((2.0 - power) * f)
+        a = exp((1.0 - power) * f)
+        b = exp((2.0 - power) * f)
         grad[i, 0] = -y[i] * a + b
         hess[i, 0] = -y[i] * (1.0 - power) * a + (2.0 - power) * b
 
@@ -123,7 +127,7 @@ def _sigmoid(f):
     e)`` below, with ``e = exp(-|f|)``. The two cases are blended by arithmetic, not a
     branch (raw scores straddle 0, so a branch mispredicts on half the samples); the
     results are the same numbers (``1 + 0 e = 1`` and ``0 + 1 e = e`` exactly)."""
-    e = np.exp(-abs(f))
+    e = exp(-abs(f))
     positive = np.float64(f >= 0)
     return (positive + (1.0 - positive) * e) / (1.0 + e)
 
@@ -138,21 +142,26 @@ def _binary_log_loss_gh(y, raw, grad, hess):
 
 @nb.njit(cache=True, parallel=True)
 def _multinomial_gh(y, raw, grad, hess):
-    n_classes = raw.shape[1]
+    # Class by class, each a parallel loop along a column of the column-major raw, grad
+    # and hess, so that the loops vectorise (exp included): sample by sample, the loop
+    # over classes strode across columns and did not (200,000 x 10: 4.2 against 11 ms).
+    # Each sample's maximum and sum still run over the classes in order: same values.
+    n_samples, n_classes = raw.shape
     factor = n_classes / (n_classes - 1.0)
-    for i in nb.prange(y.shape[0]):
-        top = raw[i, 0]
-        for k in range(1, n_classes):
-            top = max(top, raw[i, k])
-        total = 0.0
-        for k in range(n_classes):
-            e = np.exp(raw[i, k] - top)
+    top = raw[:, 0].copy()
+    total = np.zeros(n_samples)
+    for k in range(1, n_classes):
+        for i in nb.prange(n_samples):
+            top[i] = max(top[i], raw[i, k])
+    for k in range(n_classes):
+        for i in nb.prange(n_samples):
+            e = exp(raw[i, k] - top[i])
             grad[i, k] = e
-            total += e
-        label = np.int64(y[i])
-        for k in range(n_classes):
-            p = grad[i, k] / total
-            grad[i, k] = p - (1.0 if k == label else 0.0)
+            total[i] += e
+    for k in range(n_classes):
+        for i in nb.prange(n_samples):
+            p = grad[i, k] / total[i]
+            grad[i, k] = p - (1.0 if k == np.int64(y[i]) else 0.0)
             hess[i, k] = factor * p * (1.0 - p)
 
 
@@ -160,7 +169,7 @@ def _multinomial_gh(y, raw, grad, hess):
 def _exponential_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         sign = 2.0 * y[i] - 1.0
-        e = np.exp(min(-sign * raw[i, 0], _MAX_EXP))
+        e = exp(min(-sign * raw[i, 0], _MAX_EXP))
         grad[i, 0] = -sign * e
         hess[i, 0] = e
 
