@@ -158,3 +158,29 @@ def test_pool_size_does_not_change_the_trees(monkeypatch):
     for tree_large, tree_small in zip(large.estimators_, small.estimators_, strict=True):
         np.testing.assert_array_equal(tree_large[0].threshold, tree_small[0].threshold)
         np.testing.assert_array_equal(tree_large[0].value, tree_small[0].value)
+
+
+@pytest.mark.parametrize("n_positions,n_leaves", [(5, 3), (1001, 1), (100_003, 31)])
+def test_add_leaf_values_adds_each_leafs_value_to_its_samples(n_positions, n_leaves):
+    # Leaves of uneven sizes, in shuffled table rows among internal nodes: every sample
+    # gets its own leaf's value once.
+    rng = np.random.default_rng(n_positions)
+    n_samples = n_positions + 50
+    sample_indices = np.sort(rng.choice(n_samples, n_positions, replace=False))
+    sample_indices = rng.permutation(sample_indices).astype(np.int32)
+    cuts = np.sort(rng.choice(np.arange(1, n_positions), n_leaves - 1, replace=False))
+    bounds = np.concatenate([[0], cuts, [n_positions]])
+    table = np.zeros((2 * n_leaves + 3, gg.N_COLUMNS))
+    rows = rng.permutation(table.shape[0])[:n_leaves]
+    table[:, gg.LEFT] = 1.0  # internal nodes
+    table[rows, gg.LEFT] = gg.LEAF
+    table[rows, gg.START] = bounds[:-1]
+    table[rows, gg.END] = bounds[1:]
+    values = rng.normal(size=table.shape[0])
+    raw = np.zeros((n_samples, 2), order="F")
+    gg.add_leaf_values(raw, 1, sample_indices, table, values)
+    expected = np.zeros(n_samples)
+    for row, first, last in zip(rows, bounds[:-1], bounds[1:], strict=True):
+        expected[sample_indices[first:last]] += values[row]
+    np.testing.assert_array_equal(raw[:, 1], expected)
+    assert not raw[:, 0].any()
