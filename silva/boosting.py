@@ -137,8 +137,6 @@ class _IterationGrower:
     def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
              serial):
         """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
-        gg.fill_statistics(grad, hess, column, weight, self.use_hessian, in_bag,
-                           workspace[1], serial)
         sample_indices = in_bag.copy()
         # The grower's parallel loops run over a few row blocks each: hand them out one
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
@@ -146,7 +144,8 @@ class _IterationGrower:
         try:
             table, bitsets = gg.grow_gradient_tree(
                 workspace, sample_indices, *self.args_before_mask, feature_mask,
-                *self.args_before_seed, seed, self.n_words, serial, self.two_lanes)
+                *self.args_before_seed, seed, self.n_words, serial, self.two_lanes,
+                (grad, hess, column, weight, self.use_hessian))
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices

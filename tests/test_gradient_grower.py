@@ -15,15 +15,15 @@ MISSING_BIN = 63
 
 
 def _workspace(n_samples, n_features, seed, unit_hessian=False):
+    """A workspace on random codes (its records' channels still zero), its bin codes and
+    random statistics ``(gradient, hessian, column, weight, use_hessian)``."""
     rng = np.random.default_rng(seed)
     bin_codes = rng.integers(0, MISSING_BIN + 1, size=(n_features, n_samples)).astype(np.uint8)
     workspace = gg.make_workspace(bin_codes, MISSING_BIN + 1)
     gradient = rng.normal(size=(n_samples, 1))
     hessian = np.ones((n_samples, 1)) if unit_hessian else rng.random((n_samples, 1))
     weight = rng.integers(1, 4, n_samples).astype(np.float64)
-    gg.fill_statistics(gradient, hessian, 0, weight, True,
-                       np.arange(n_samples, dtype=np.int32), workspace[1], False)
-    return workspace, bin_codes, gradient[:, 0], hessian[:, 0], weight
+    return workspace, bin_codes, (gradient, hessian, 0, weight, True)
 
 
 def _node(n_samples, node_size, seed):
@@ -100,20 +100,33 @@ def _reference_histogram(bin_codes, node, channels):
                          [(3000, 1000, False), (120_000, 90_000, False),
                           (120_000, 90_000, True)])
 @pytest.mark.parametrize("two_lanes", [False, True])
-def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes):
+@pytest.mark.parametrize("fill", [False, True])
+def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes, fill):
     n_features = 5
-    workspace, bin_codes, gradient, hessian, weight = _workspace(
-        n_samples, n_features, seed=node_size, unit_hessian=two_lanes)
+    workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
+                                                  unit_hessian=two_lanes)
+    gradient, hessian, _, weight, _ = statistics
     codes, stats, work_index, histograms, _ = workspace
+    channels = np.column_stack([weight, weight * gradient[:, 0], weight * hessian[:, 0],
+                                np.zeros(n_samples)])
+    if fill:
+        # The pass must write every sample's channels itself.
+        stats[:, -4:] = np.nan
+    else:
+        # As a root's pass leaves them.
+        work_index[0] = np.arange(n_samples, dtype=np.int32)
+        gg.node_histogram(histograms[1], histograms[2], histograms[5:], codes,
+                          work_index[0], stats, 0, n_samples, n_features, False, False,
+                          False, statistics, True)
+        np.testing.assert_array_equal(stats[:, -4:], channels)
     node = _node(n_samples, node_size, seed=2)
     work_index[0, :node_size] = node
     hist = histograms[0]
     parent = np.random.default_rng(0).normal(size=hist.shape)
     parent_before = parent.copy()
     gg.node_histogram(hist, parent, histograms[5:], codes, work_index[0], stats, 0,
-                      node_size, n_features, True, serial, two_lanes)
-    expected = _reference_histogram(bin_codes, node,
-                                     [weight, weight * gradient, weight * hessian])
+                      node_size, n_features, True, serial, two_lanes, statistics, fill)
+    expected = _reference_histogram(bin_codes, node, channels[:, :3].T)
     assert hist.shape[1] == gg.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
     np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
     assert not hist[:, MISSING_BIN + 1:].any()
@@ -121,6 +134,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes)
         # The weight channel is the hessian channel, bit for bit.
         np.testing.assert_array_equal(hist[:, :, 0], hist[:, :, 2])
     np.testing.assert_array_equal(parent, parent_before - hist)
+    np.testing.assert_array_equal(stats[node, -4:], channels[node])
 
 
 def test_padded_bins_keep_feature_histograms_off_4k_multiples():
