@@ -119,10 +119,10 @@ UNDEFINED = -2
 N_CHANNELS = 4
 
 # Histogram passes over a node of at least 2 * BLOCK_ROWS samples run in parallel over
-# row blocks of at least BLOCK_ROWS samples, at most MAX_BLOCKS of them. Measured, one binary
-# log-loss tree on 800,000 x 28 rows, 31 leaves, 2 threads, median of 5-6 processes:
-# 39.9 ms with 4096, 40.4 with 8192, 43.4 with 16384; 2048 varied from 40 to 52 ms.
-# With 16384 the many children of 8,000-32,000 samples were serial passes.
+# row blocks of at least BLOCK_ROWS samples, at most MAX_BLOCKS of them. Measured, one
+# binary log-loss tree on 800,000 x 28 rows, 31 leaves, 2 threads, median of 5-6
+# processes: 39.9 ms with 4096, 40.4 with 8192, 43.4 with 16384; 2048 varied from 40 to
+# 52 ms. With 16384 the many children of 8,000-32,000 samples were serial passes.
 BLOCK_ROWS = 4096
 MAX_BLOCKS = 16
 # At most this much memory for a fit's pool of node histograms (see pool_slots_for).
@@ -711,21 +711,20 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                        n_words, serial, two_lanes, statistics):
     """Grow one tree on the samples ``sample_indices`` (increasing; reordered in place).
 
-    Parameters: ``workspace`` (:func:`make_workspace`); ``statistics``, the tuple
-    ``(gradient, hessian, column, weight, use_hessian)``: the samples' channels are
-    ``(w_s, w_s g_s, w_s h_s, 0)`` from column ``column`` of the (n_samples, n_outputs)
-    gradients and hessians, with ``use_hessian`` False the third is ``w_s`` (Friedman's
-    least-squares fit of the negative gradient); the root's histogram pass writes them
-    into the samples' records (see :func:`node_histogram`); the binner's
-    ``n_value_bins``,
+    Parameters: ``workspace`` (:func:`make_workspace`); the binner's ``n_value_bins``,
     ``missing_bin`` and ``bin_thresholds``; ``feature_mask`` (uint8), ``monotonic``
-    (int8: -1, 0, +1),
-    ``interaction_sets`` (n_sets, n_features) uint8 (no sets: no constraint); ``params``
-    (see :mod:`silva.engine.gradient_splitting`); ``max_leaf_nodes <= 0`` means unlimited;
+    (int8: -1, 0, +1), ``interaction_sets`` (n_sets, n_features) uint8 (no sets: no
+    constraint); ``params`` (see :mod:`silva.engine.gradient_splitting`);
+    ``max_leaf_nodes <= 0`` means unlimited;
     ``serial``: start no parallel region (the same row blocks run one after the other,
     so the tree is the same), for trees grown at once in several threads: the call
     releases the GIL. ``two_lanes``: every sample's hessian channel equals its weight
-    channel (see :func:`node_histogram`).
+    channel (see :func:`node_histogram`). ``statistics``: the tuple ``(gradient,
+    hessian, column, weight, use_hessian)``; a sample's channels are ``(w_s, w_s g_s,
+    w_s h_s, 0)`` from column ``column`` of the (n_samples, n_outputs) gradients and
+    hessians, with ``use_hessian`` False the third is ``w_s`` (Friedman's least-squares
+    fit of the negative gradient); the root's histogram pass writes them into the
+    samples' records (see :func:`node_histogram`).
 
     Returns ``(table, bitsets)``: the node table (columns above; a leaf's samples are
     ``sample_indices[START:END]``) and the left category bitsets.
