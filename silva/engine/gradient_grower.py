@@ -985,7 +985,9 @@ UPDATE_PREFETCH_ROWS = 64
 
 @nb.njit(cache=True, parallel=True)
 def add_leaf_values(raw, column, sample_indices, table, leaf_values):
-    """``raw[s, column] += leaf_values[node]`` for the samples of every leaf of ``table``.
+    """``raw[s, column] += leaf_values[node]`` for the samples of every leaf of ``table``;
+    ``raw`` column-major, as boosting keeps it (the prefetch addresses assume a
+    contiguous column; on another layout they would only miss, the sums stay right).
 
     A leaf's samples are increasing but spread over all of ``raw``, a cache line each,
     which the CPU cannot guess: the pass asks for the line of the sample
