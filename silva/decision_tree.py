@@ -33,7 +33,7 @@ from silva import _input
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
-from silva.engine.grower import grow_tree
+from silva.engine.grower import compiled_grower
 from silva.engine.pruning import (
     cost_complexity_path,
     path_n_leaves,
@@ -233,7 +233,7 @@ class BaseDecisionTree(BaseEstimator):
         histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
 
-        table, values, bitsets = grow_tree(
+        table, values, bitsets = compiled_grower(criterion_code)(
             bin_codes, codes_by_sample, stats,
             np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
             binner.n_value_bins_,

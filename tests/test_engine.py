@@ -165,7 +165,7 @@ def grow(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255
     names = list(inspect.signature(g.grow_tree.py_func).parameters)
     unknown = [name for name in names if name not in available]
     assert not unknown, f"grow_tree has new parameters {unknown}: update this helper"
-    return g.grow_tree(*[available[name] for name in names])
+    return g.compiled_grower(code)(*[available[name] for name in names])
 
 
 def _same_growth(a, b):

@@ -18,34 +18,15 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 
 from silva.engine import grower as g
 from silva.engine.binning import Binner
-from silva.engine.grower import grow_tree
+from silva.engine.grower import compiled_grower
 from silva.engine.tree import Tree
 
 # No parallel region inside a tree grown in a worker thread (see the module docstring).
 NO_PARALLEL_WORK = np.iinfo(np.int64).max
-
-
-@nb.njit(cache=True, nogil=True)
-def _grow_tree_nogil(
-    bin_codes, codes_by_sample, stats, y, weight, sample_indices, n_value_bins,
-    is_categorical, missing_bin, bin_lower, bin_upper, criterion, n_classes, n_values,
-    max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
-    min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
-    parallel_min_work, n_words, min_significance,
-):
-    # The same compiled grower, entered without the GIL so that threads run it at once.
-    return grow_tree(
-        bin_codes, codes_by_sample, stats, y, weight, sample_indices, n_value_bins,
-        is_categorical, missing_bin, bin_lower, bin_upper, criterion, n_classes, n_values,
-        max_depth, min_samples_split, min_samples_leaf, min_weight_leaf, max_leaf_nodes,
-        min_impurity_decrease, max_features, use_random, seed, histogram_min_samples,
-        parallel_min_work, n_words, min_significance,
-    )
 
 
 @dataclass
@@ -128,7 +109,8 @@ class GrownTree:
 def grow_one(data, rules, task, parallel_min_work):
     """Grow the tree of ``task`` on ``data`` (see :func:`silva.engine.grower.grow_tree`)."""
     sample_indices = task.sample_indices.copy()
-    table, values, bitsets = _grow_tree_nogil(
+    # The grower releases the GIL, so that threads grow trees at once.
+    table, values, bitsets = compiled_grower(rules.criterion)(
         data.bin_codes, data.codes_by_sample, task.stats, task.y, task.weight,
         sample_indices, data.n_value_bins, data.is_categorical, data.missing_bin,
         data.bin_lower, data.bin_upper, rules.criterion, rules.n_classes, rules.n_values,

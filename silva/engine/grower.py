@@ -42,7 +42,14 @@ from silva.engine.criteria import (
 )
 from silva.engine.histogram import build_histogram, subtract_histogram
 from silva.engine.significance import split_p_value
-from silva.engine.splitting import find_node_split, make_split_scratch, winning_left_sums
+from silva.engine.specialize import specialize
+from silva.engine.splitting import (
+    find_node_split,
+    kernel_suffix,
+    make_split_scratch,
+    split_finder,
+    winning_left_sums,
+)
 
 # Columns of the node table (float64, one row per node).
 LEFT = 0
@@ -99,7 +106,12 @@ def _take_slot(pool, free_slots):
     return new_pool, n_slots
 
 
-@nb.njit(cache=True)
+# Bound per criterion by compiled_grower() (see silva.engine.specialize): grow_tree is a
+# template, compiled only as the copies compiled_grower() makes.
+ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
+
+
+@nb.njit(cache=True, nogil=True)
 def grow_tree(
     bin_codes, codes_by_sample, stats, y, weight, sample_indices, n_value_bins,
     is_categorical, missing_bin, bin_lower, bin_upper, criterion, n_classes, n_values,
@@ -109,6 +121,7 @@ def grow_tree(
 ):
     """Grow one tree on ``sample_indices`` (reordered in place) and return its arrays.
 
+    Call it through :func:`compiled_grower`, which compiles it for the criterion alone.
     Parameters are the binned data (:mod:`silva.engine.binning`): feature-major
     ``bin_codes`` for histograms and the same codes sample-major for small nodes; the
     statistic channels, with the raw targets ``y`` and ``weight`` that only
@@ -194,7 +207,8 @@ def grow_tree(
     pending_depth = 0
     if n_total >= histogram_min_samples:
         pool, slot = _take_slot(pool, free_slots)
-        build_histogram(pool[slot], bin_codes, stats, sample_indices, 0, n_total,
+        # np.int64(0), not 0: numba compiles a callee apart for each literal argument.
+        build_histogram(pool[slot], bin_codes, stats, sample_indices, np.int64(0), n_total,
                         n_total * n_features >= parallel_min_work)
         pending_slot[0] = slot
 
@@ -213,7 +227,7 @@ def grow_tree(
             end = pending_end[p]
             sums = node_sums[node]
             sums[:] = pending_sums[p]
-            if criterion == ABSOLUTE_ERROR:
+            if ORDER_STATISTICS:
                 values[node, 0], node_impurity = node_median_and_impurity(
                     y, weight, sample_indices, start, end)
             else:
@@ -398,3 +412,14 @@ def grow_tree(
 
     return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
+
+def compiled_grower(criterion):
+    """:func:`grow_tree` compiled for one criterion code alone.
+
+    The copy searches splits with that criterion's :func:`~silva.engine.splitting.
+    split_finder` and compiles no other criterion's kernels. It releases the GIL, so
+    that a forest grows its trees on several threads at once.
+    """
+    return specialize(grow_tree, kernel_suffix(criterion),
+                      find_node_split=split_finder(criterion),
+                      ORDER_STATISTICS=criterion == ABSOLUTE_ERROR)

@@ -31,6 +31,8 @@ features). Each feature's random numbers come from its own seed, drawn on the ca
 thread, so the result does not depend on how features are spread over threads.
 """
 
+import functools
+
 import numba as nb
 import numpy as np
 
@@ -39,6 +41,7 @@ from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
     ENTROPY,
+    FRIEDMAN_MSE,
     GAIN_RATIO,
     GINI,
     MISCLASSIFICATION,
@@ -57,6 +60,7 @@ from silva.engine.criteria import (
     variance_proxy,
 )
 from silva.engine.random import next_uint64, randint, uniform
+from silva.engine.specialize import specialize
 
 _NO_SPLIT = -np.inf
 
@@ -86,7 +90,8 @@ def _make_scans(proxy, criterion_name):
     ``proxy(left, node_sums, min_weight_leaf)`` is the criterion's proxy improvement
     (:mod:`silva.engine.criteria`). numba inlines it into the scan loops only when it is
     a compile-time constant, so each criterion gets its own compiled copy of the scans,
-    chosen once per feature by :func:`evaluate_feature`. Measured alternatives: a branch
+    which :func:`split_finder` binds into that criterion's copy of the split search.
+    Measured alternatives: a branch
     on the criterion per candidate made the loop four times slower (28 ns per candidate
     against 7), and a function passed as an argument defeated numba's on-disk cache.
     """
@@ -173,7 +178,9 @@ def _make_scans(proxy, criterion_name):
                 best_gain = proxy(left, node_sums, min_weight_leaf)
         else:
             n_orders = n_classes if (criterion < SQUARED_ERROR and n_classes > 2) else 1
-            best_order = -1
+            # Typed int64 from the start: a literal -1 reaching _category_order would
+            # compile it a second time.
+            best_order = np.int64(-1)
             best_position = -1
             for target_class in range(n_orders):
                 order = _category_order(criterion, bins, sums, n_entries, target_class, scores)
@@ -232,22 +239,37 @@ def _make_scans(proxy, criterion_name):
     return scans
 
 
-_scan_numeric_gini, _scan_categorical_gini = _make_scans(gini_proxy, "gini")
-_scan_numeric_entropy, _scan_categorical_entropy = _make_scans(entropy_proxy, "entropy")
-_scan_numeric_misclassification, _scan_categorical_misclassification = _make_scans(
-    misclassification_proxy, "misclassification")
-_scan_numeric_twoing, _scan_categorical_twoing = _make_scans(twoing_proxy, "twoing")
-_scan_numeric_gain_ratio, _scan_categorical_gain_ratio = _make_scans(gain_ratio_proxy,
-                                                                     "gain_ratio")
-_scan_numeric_variance, _scan_categorical_variance = _make_scans(variance_proxy, "variance")
-_scan_numeric_poisson, _scan_categorical_poisson = _make_scans(poisson_proxy, "poisson")
+# Each criterion's scans, by the name of its proxy. The regression criteria share the
+# variance proxy: friedman_mse differs only in the improvement reported for the winner,
+# and absolute_error searches by order statistics instead.
+_SCANS = {
+    name: _make_scans(proxy, name)
+    for name, proxy in (("gini", gini_proxy), ("entropy", entropy_proxy),
+                        ("misclassification", misclassification_proxy),
+                        ("twoing", twoing_proxy), ("gain_ratio", gain_ratio_proxy),
+                        ("variance", variance_proxy), ("poisson", poisson_proxy))
+}
+_PROXY_OF_CRITERION = {
+    GINI: "gini", ENTROPY: "entropy", MISCLASSIFICATION: "misclassification",
+    TWOING: "twoing", GAIN_RATIO: "gain_ratio", SQUARED_ERROR: "variance",
+    FRIEDMAN_MSE: "variance", ABSOLUTE_ERROR: "variance", POISSON: "poisson",
+}
+
+# The names that split_finder() binds for one criterion (silva.engine.specialize). The
+# kernels below read them as globals: they are templates, compiled only as the copies
+# split_finder() makes, so that a fit compiles the scans of its own criterion alone.
+scan_numeric = None  # the criterion's threshold scan
+scan_categorical = None  # the criterion's category scan
+ORDER_STATISTICS = False  # absolute_error: splits from order statistics, not histograms
 
 
 @nb.njit(cache=True, inline="always")
 def compact_from_histogram(hist_f, n_value_bins, missing_bin, bins, sums, missing):
     """Compact histogram of one feature from its dense histogram; returns n_present."""
     n_channels = hist_f.shape[1]
-    n_present = 0
+    # int64 from the start: inside a parallel loop numba types a literal 0 here as
+    # Literal[int](0) and compiles the scans a second time for it.
+    n_present = np.int64(0)
     for b in range(n_value_bins):
         if hist_f[b, 0] > 0:
             bins[n_present] = b
@@ -416,34 +438,9 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
     if is_constant:
         return _NO_SPLIT, -1, False, True
     if is_categorical_f:
-        if criterion == GINI:
-            gain, missing_left = _scan_categorical_gini(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        elif criterion == ENTROPY:
-            gain, missing_left = _scan_categorical_entropy(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        elif criterion == MISCLASSIFICATION:
-            gain, missing_left = _scan_categorical_misclassification(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        elif criterion == TWOING:
-            gain, missing_left = _scan_categorical_twoing(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        elif criterion == GAIN_RATIO:
-            gain, missing_left = _scan_categorical_gain_ratio(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        elif criterion == POISSON:
-            gain, missing_left = _scan_categorical_poisson(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
-        else:
-            gain, missing_left = _scan_categorical_variance(
-                criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
+        gain, missing_left = scan_categorical(
+            criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+            min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         return gain, -1, missing_left, False
     random_position = -1
     if use_random:
@@ -460,35 +457,9 @@ def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_s
                      min_weight_leaf, random_position, left, best_left):
     """Best threshold of a numeric feature's compact histogram (at ``random_position``
     only, when it is not negative): ``(score, last_left_bin, missing_go_left, False)``."""
-    # Each branch calls its criterion's own compiled scan (see _make_scans).
-    if criterion == GINI:
-        gain, last_left_bin, missing_left = _scan_numeric_gini(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    elif criterion == ENTROPY:
-        gain, last_left_bin, missing_left = _scan_numeric_entropy(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    elif criterion == MISCLASSIFICATION:
-        gain, last_left_bin, missing_left = _scan_numeric_misclassification(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    elif criterion == TWOING:
-        gain, last_left_bin, missing_left = _scan_numeric_twoing(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    elif criterion == GAIN_RATIO:
-        gain, last_left_bin, missing_left = _scan_numeric_gain_ratio(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    elif criterion == POISSON:
-        gain, last_left_bin, missing_left = _scan_numeric_poisson(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
-    else:
-        gain, last_left_bin, missing_left = _scan_numeric_variance(
-            bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-            random_position, left, best_left)
+    gain, last_left_bin, missing_left = scan_numeric(
+        bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
+        random_position, left, best_left)
     return gain, last_left_bin, missing_left, False
 
 
@@ -498,26 +469,43 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
                              use_random, seeds, n_classes,
                              lower, upper, out_gain, out_bin, out_missing_left, out_constant,
                              out_bitsets, out_lefts):
+    for j in nb.prange(features.shape[0]):
+        _evaluate_dense_one(j, criterion, features, hist, n_value_bins, is_categorical,
+                            missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
+                            use_random, seeds, n_classes, lower, upper, out_gain, out_bin,
+                            out_missing_left, out_constant, out_bitsets, out_lefts)
+
+
+@nb.njit(cache=True)
+def _evaluate_dense_one(j, criterion, features, hist, n_value_bins, is_categorical,
+                        missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
+                        use_random, seeds, n_classes, lower, upper, out_gain, out_bin,
+                        out_missing_left, out_constant, out_bitsets, out_lefts):
+    """Feature ``features[j]`` of :func:`_evaluate_dense_parallel`, into ``out_*[j]``.
+
+    A function of its own rather than the body of the parallel loop: numba's parallel
+    passes take time that grows fast with the size of a loop body, and the scans inlined
+    there made this the costliest kernel of a cold first fit.
+    """
     n_channels = node_sums.shape[0]
     n_bins = hist.shape[1]
-    for j in nb.prange(features.shape[0]):
-        f = features[j]
-        bins = np.empty(n_bins, dtype=np.int64)
-        sums = np.empty((n_bins + 1, n_channels))
-        missing = np.empty(n_channels)
-        left = np.empty(n_channels)
-        scores = np.empty(n_bins + 1)
-        n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
-                                           missing)
-        gain, last_left_bin, missing_left, constant = evaluate_feature(
-            criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
-            min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
-            left, scores, out_bitsets[j], out_lefts[j],
-        )
-        out_gain[j] = gain
-        out_bin[j] = last_left_bin
-        out_missing_left[j] = missing_left
-        out_constant[j] = constant
+    f = features[j]
+    bins = np.empty(n_bins, dtype=np.int64)
+    sums = np.empty((n_bins + 1, n_channels))
+    missing = np.empty(n_channels)
+    left = np.empty(n_channels)
+    scores = np.empty(n_bins + 1)
+    n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
+                                       missing)
+    gain, last_left_bin, missing_left, constant = evaluate_feature(
+        criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
+        min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
+        left, scores, out_bitsets[j], out_lefts[j],
+    )
+    out_gain[j] = gain
+    out_bin[j] = last_left_bin
+    out_missing_left[j] = missing_left
+    out_constant[j] = constant
 
 
 @nb.njit(cache=True)
@@ -582,8 +570,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
             j = randint(rng_state, i + 1)
             feature_order[i], feature_order[j] = feature_order[j], feature_order[i]
 
-    order_statistics = criterion == ABSOLUTE_ERROR
-    if order_statistics:
+    if ORDER_STATISTICS:
         use_histogram = False
         parallel = False
     node_codes = ordered_codes[start:end]
@@ -633,7 +620,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
         else:
             for j in range(batch):
                 f = features[j]
-                if order_statistics:
+                if ORDER_STATISTICS:
                     gain, last_left_bin, missing_left, constant = \
                         evaluate_feature_absolute_error(
                             bin_codes[f], is_categorical[f], sample_indices, start, end, y,
@@ -660,8 +647,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     if not constant:
                         gain, last_left_bin, missing_left, _ = evaluate_numeric(
                             criterion, scratch_bins, scratch_sums, n_present, missing,
-                            node_sums, min_samples_leaf, min_weight_leaf, 0, left,
-                            feature_left)
+                            node_sums, min_samples_leaf, min_weight_leaf, np.int64(0),
+                            left, feature_left)
                 else:
                     if use_histogram:
                         n_present = compact_from_histogram(
@@ -688,7 +675,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     if is_categorical[f]:
                         out_bitset[:] = bitset
         n_visited += batch
-    if best_feature < 0 or order_statistics:
+    if best_feature < 0 or ORDER_STATISTICS:
         return best_gain, best_feature, best_bin, best_missing_left
     # Candidates were ranked by the proxy; report the winner's true improvement.
     for c in range(n_channels):
@@ -696,3 +683,33 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     gain, _, _ = improvement(criterion, node_sums, node_left, right, parent_impurity,
                              root_weight)
     return gain, best_feature, best_bin, best_missing_left
+
+
+@functools.cache
+def split_finder(criterion):
+    """:func:`find_node_split` compiled for one criterion code alone.
+
+    The copy calls that criterion's scans (and, for absolute_error, the order-statistics
+    search) and nothing else, so a first fit compiles one criterion rather than all of
+    them (see :mod:`silva.engine.specialize`). Criteria that bind the same kernels share
+    one copy.
+    """
+    suffix = kernel_suffix(criterion)
+    numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
+    numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
+    feature = specialize(evaluate_feature, suffix, scan_categorical=categorical_scan,
+                         evaluate_numeric=numeric)
+    dense_one = specialize(_evaluate_dense_one, suffix, evaluate_feature=feature)
+    dense_parallel = specialize(_evaluate_dense_parallel, suffix,
+                                _evaluate_dense_one=dense_one)
+    return specialize(find_node_split, suffix, evaluate_feature=feature,
+                      evaluate_numeric=numeric, _evaluate_dense_parallel=dense_parallel,
+                      ORDER_STATISTICS=criterion == ABSOLUTE_ERROR)
+
+
+def kernel_suffix(criterion):
+    """The name given to the kernels compiled for ``criterion`` (criteria that bind the
+    same kernels share one)."""
+    if criterion == ABSOLUTE_ERROR:
+        return "absolute_error"
+    return _PROXY_OF_CRITERION[criterion]
