@@ -12,5 +12,11 @@ Stages, one module each, in the order data flows through them:
 - :mod:`silva.engine.pruning` — minimal cost-complexity pruning (Breiman et al. 1984).
 
 :mod:`silva.engine.random` holds the counter-free RNG that keeps every stage deterministic
-whatever the number of threads.
+whatever the number of threads; :mod:`silva.engine.specialize` compiles a kernel per
+criterion, so that a fit compiles only the kernels it reaches, and
+:mod:`silva.engine.compile_notice` says so on stderr while it happens.
 """
+
+from silva.engine import compile_notice
+
+compile_notice.install()

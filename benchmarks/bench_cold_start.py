@@ -1,0 +1,112 @@
+"""Cold start: what a new user waits for, estimator by estimator.
+
+For each public estimator, two fresh Python processes share one numba cache directory
+that starts empty:
+
+1. *cold*: times ``import silva``, the first ``fit`` (compiling every kernel it reaches)
+   and the first ``predict``;
+2. *warm*: the same in a new process, the cache now filled, plus a second ``fit`` of the
+   same model (the *refit*, nothing left to load), so that "warm first fit - refit" is the
+   cost of loading the cache.
+
+Classifiers fit breast cancer, regressors diabetes (both shipped with scikit-learn).
+Each estimator gets its own empty cache, so no estimator profits from another's
+compiles. Run it on a quiet machine: compile time is CPU time.
+
+    python benchmarks/bench_cold_start.py                 # every estimator
+    python benchmarks/bench_cold_start.py --estimators DecisionTreeClassifier
+    python benchmarks/bench_cold_start.py --json cold.json
+
+Targets (the cold-start issue): import <= 1 s; cold first fit <= 20 s per estimator and
+<= 10 s for the single trees; warm first fit <= 0.5 s over the refit.
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+ESTIMATORS = [
+    "DecisionTreeClassifier", "DecisionTreeRegressor",
+    "RandomForestClassifier", "RandomForestRegressor",
+    "ExtraTreesClassifier", "ExtraTreesRegressor",
+    "BaggingClassifier", "BaggingRegressor",
+    "AdaBoostClassifier", "AdaBoostRegressor",
+    "GradientBoostingClassifier", "GradientBoostingRegressor",
+    "ID3Classifier", "C45Classifier",
+    "VotingClassifier", "VotingRegressor", "StackingClassifier", "StackingRegressor",
+]
+
+# Runs in the child process: prints one JSON line of timings.
+_CHILD = r"""
+import json, sys, time
+start = time.perf_counter()
+import silva
+import_s = time.perf_counter() - start
+from sklearn.datasets import load_breast_cancer, load_diabetes
+name = sys.argv[1]
+classifier = name.endswith("Classifier")
+X, y = (load_breast_cancer if classifier else load_diabetes)(return_X_y=True)
+cls = getattr(silva, name)
+if name.startswith(("Voting", "Stacking")):
+    tree = silva.DecisionTreeClassifier if classifier else silva.DecisionTreeRegressor
+    forest = silva.RandomForestClassifier if classifier else silva.RandomForestRegressor
+    model = cls([("tree", tree(max_depth=4)), ("forest", forest(n_estimators=10))])
+else:
+    model = cls()
+start = time.perf_counter(); model.fit(X, y); fit_s = time.perf_counter() - start
+start = time.perf_counter(); model.predict(X); predict_s = time.perf_counter() - start
+start = time.perf_counter(); model.fit(X, y); refit_s = time.perf_counter() - start
+print(json.dumps(dict(import_s=import_s, fit_s=fit_s, predict_s=predict_s, refit_s=refit_s)))
+"""
+
+
+def run_child(name, cache_dir):
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir, SILVA_COMPILE_NOTICE="0")
+    result = subprocess.run([sys.executable, "-c", _CHILD, name], env=env,
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{name} failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def cpu_model():
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+    except OSError:
+        return platform.processor()
+    model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
+                  if line.startswith("Model name")), platform.processor())
+    return model + (", AVX-512" if "avx512f" in lscpu else ", no AVX-512")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--estimators", nargs="+", default=ESTIMATORS)
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+
+    print(f"CPU: {cpu_model()}; {os.cpu_count()} CPUs; Python {platform.python_version()}")
+    header = (f"{'estimator':28s} {'import':>7s} {'cold fit':>9s} {'cold pred':>9s} "
+              f"{'warm imp':>8s} {'warm fit':>8s} {'refit':>7s} {'load':>6s}")
+    print(header)
+    print("-" * len(header))
+    rows = {}
+    for name in args.estimators:
+        with tempfile.TemporaryDirectory(prefix="silva-cold-") as cache_dir:
+            cold = run_child(name, cache_dir)
+            warm = run_child(name, cache_dir)
+        rows[name] = dict(cold=cold, warm=warm)
+        print(f"{name:28s} {cold['import_s']:7.2f} {cold['fit_s']:9.2f} "
+              f"{cold['predict_s']:9.2f} {warm['import_s']:8.2f} {warm['fit_s']:8.2f} "
+              f"{warm['refit_s']:7.3f} {warm['fit_s'] - warm['refit_s']:6.2f}", flush=True)
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump(dict(cpu=cpu_model(), rows=rows), file, indent=2)
+
+
+if __name__ == "__main__":
+    main()

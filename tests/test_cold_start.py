@@ -1,0 +1,170 @@
+"""What a first call costs: lazy imports, per-criterion kernels, the compile notice."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import silva
+from silva.engine import criteria, grower, splitting
+from silva.engine.specialize import specialize
+
+
+def _run(code, cache_dir, **env):
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+        env={**os.environ, "NUMBA_CACHE_DIR": str(cache_dir), **env}, check=True,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+
+
+# ------------------------------------------------------------------ lazy import
+def test_all_lists_every_lazy_name():
+    assert sorted(silva.__all__) == sorted([*silva._LAZY_NAMES, "__version__"])
+    for name in silva.__all__:
+        assert getattr(silva, name) is not None
+    assert set(silva.__all__) <= set(dir(silva))
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'DecisionTree'"):
+        silva.DecisionTree  # noqa: B018
+
+
+def test_import_silva_imports_no_estimator_module(tmp_path):
+    result = _run("""
+        import sys
+        import silva
+        loaded = sorted(m for m in sys.modules if m.startswith(("silva.", "sklearn", "numba")))
+        print(loaded)
+        silva.DecisionTreeClassifier
+        print("silva.decision_tree" in sys.modules)
+    """, tmp_path)
+    loaded, tree_loaded = result.stdout.strip().splitlines()
+    assert loaded == "[]"
+    assert tree_loaded == "True"
+
+
+# ------------------------------------------------------------------ specialisation
+def test_each_criterion_binds_its_own_scans():
+    for code, proxy in [(criteria.GINI, "gini"), (criteria.ENTROPY, "entropy"),
+                        (criteria.TWOING, "twoing"), (criteria.POISSON, "poisson"),
+                        (criteria.SQUARED_ERROR, "variance"),
+                        (criteria.ABSOLUTE_ERROR, "variance")]:
+        finder = splitting.split_finder(code)
+        bound = finder.py_func.__globals__
+        assert bound["ORDER_STATISTICS"] == (code == criteria.ABSOLUTE_ERROR)
+        feature = bound["evaluate_feature"].py_func.__globals__
+        numeric = bound["evaluate_numeric"].py_func.__globals__
+        assert feature["scan_categorical"] is splitting._SCANS[proxy][1]
+        assert numeric["scan_numeric"] is splitting._SCANS[proxy][0]
+        assert feature["evaluate_numeric"] is bound["evaluate_numeric"]
+        dense_one = bound["_evaluate_dense_parallel"].py_func.__globals__["_evaluate_dense_one"]
+        assert dense_one.py_func.__globals__["evaluate_feature"] is bound["evaluate_feature"]
+        grow = grower.compiled_grower(code)
+        assert grow.py_func.__globals__["find_node_split"] is finder
+        assert grow.targetoptions["nogil"]
+    # The template keeps its own globals: specialising never rebinds the module's.
+    assert splitting.scan_numeric is None and splitting.ORDER_STATISTICS is False
+    # Criteria that bind the same kernels share one compiled copy.
+    assert (grower.compiled_grower(criteria.SQUARED_ERROR)
+            is grower.compiled_grower(criteria.FRIEDMAN_MSE))
+    assert (grower.compiled_grower(criteria.SQUARED_ERROR)
+            is not grower.compiled_grower(criteria.ABSOLUTE_ERROR))
+
+
+def test_specialize_refuses_a_name_the_function_does_not_read():
+    with pytest.raises(ValueError, match="reads no global named"):
+        specialize(splitting.evaluate_numeric, "test", no_such_name=1)
+
+
+_TOY_MODULE = """
+import numba as nb
+
+@nb.njit(cache=True)
+def kernel_a(x):
+    return x + 1.0
+
+@nb.njit(cache=True)
+def kernel_b(x):
+    return x * 2.0
+
+USE_A = True
+
+@nb.njit(cache=True)
+def template(x):
+    if USE_A:
+        return kernel_a(x)
+    return kernel_b(x)
+"""
+
+
+def test_a_bound_constant_prunes_the_other_branch_before_compiling(tmp_path):
+    (tmp_path / "toy_kernels.py").write_text(_TOY_MODULE)
+    code = f"""
+        import sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        from numba.core import event
+        import toy_kernels
+        from silva.engine.specialize import specialize
+        compiled = []
+        class Listener(event.Listener):
+            def on_start(self, e): compiled.append(e.data["dispatcher"].py_func.__name__)
+            def on_end(self, e): pass
+        event.register("numba:compile", Listener())
+        only_b = specialize(toy_kernels.template, "b", USE_A=False)
+        print(only_b(3.0), sorted(set(compiled)))
+    """
+    first = _run(code, tmp_path / "cache", SILVA_COMPILE_NOTICE="0").stdout.split(maxsplit=1)
+    assert first == ["6.0", "['kernel_b', 'template_b']\n"]
+    # The copy is cached on disk like any cache=True kernel: nothing compiles again.
+    second = _run(code, tmp_path / "cache", SILVA_COMPILE_NOTICE="0").stdout.split(maxsplit=1)
+    assert second == ["6.0", "[]\n"]
+
+
+# ------------------------------------------------------------------ compile notice
+_SMALL_KERNEL = """
+    import silva.engine.binning as binning
+    print(binning.midpoint(1.0, 2.0))
+"""
+
+
+def test_compile_notice_once_then_silent_with_a_warm_cache(tmp_path):
+    cold = _run(_SMALL_KERNEL, tmp_path)
+    assert cold.stdout.strip() == "1.5"
+    assert cold.stderr.count("silva: compiling its engine for this machine") == 1
+    assert "midpoint" in cold.stderr
+    warm = _run(_SMALL_KERNEL, tmp_path)
+    assert "silva: compiling" not in warm.stderr
+
+
+def test_compile_notice_can_be_silenced(tmp_path):
+    quiet = _run(_SMALL_KERNEL, tmp_path, SILVA_COMPILE_NOTICE="0")
+    assert quiet.stdout.strip() == "1.5"
+    assert "silva: compiling" not in quiet.stderr
+
+
+# ------------------------------------------------------------------ silva.compile
+def test_compile_rejects_unknown_estimators_and_bad_n_jobs():
+    with pytest.raises(ValueError, match="unknown estimator"):
+        silva.compile(["DecisionTree"])
+    with pytest.raises(ValueError, match="n_jobs must be >= 1"):
+        silva.compile(["DecisionTreeClassifier"], n_jobs=0)
+
+
+def test_compile_fills_the_cache_for_later_processes(tmp_path):
+    code = """
+        import silva
+        print(silva.compile(["DecisionTreeRegressor"], n_jobs=1))
+    """
+    _run(code, tmp_path, SILVA_COMPILE_NOTICE="0")
+    later = _run("""
+        import numpy as np
+        import silva
+        X = np.arange(40.0).reshape(20, 2)
+        silva.DecisionTreeRegressor().fit(X, X[:, 0]).predict(X)
+    """, tmp_path)
+    assert "silva: compiling" not in later.stderr
+
