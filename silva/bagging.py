@@ -33,10 +33,8 @@ from functools import partial
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
@@ -58,25 +56,6 @@ def _draw_count(value, total, name):
             raise ValueError(f"{name} as a fraction must be in (0, 1]; got {value}.")
         return max(1, int(value * total))
     raise TypeError(f"{name} must be an int or a float; got {value!r}.")
-
-
-def _one_dimensional_y(estimator, y, n_samples):
-    """y as a 1-d array of ``n_samples`` entries; a column vector is raveled with a warning.
-
-    The messages are scikit-learn's conventions (``check_requires_y_none``,
-    ``check_supervised_y_2d``), as the silva trees give them.
-    """
-    if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
-                         "y is None.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is used "
-                      "as y.ravel().", DataConversionWarning, stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1 or y.shape[0] != n_samples:
-        raise ValueError(f"y must have shape ({n_samples},); got {y.shape}.")
-    return y
 
 
 def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
@@ -355,9 +334,8 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
             raise ValueError(f"voting='soft' needs predict_proba, which "
                              f"{type(base).__name__} lacks; use voting='hard'.")
         X = self._prepare_X(X, reset=True)
-        y = _one_dimensional_y(self, y, X.shape[0])
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
+        y = _input.target_1d(self, y, X.shape[0])
+        classes, y_encoded = _input.classification_target(y)
         if self.warm_start and hasattr(self, "classes_") and not np.array_equal(
                 classes, self.classes_):
             raise ValueError("warm_start=True needs the same classes as the previous fit.")
@@ -434,7 +412,7 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
         """Fit the members on random samples of (X, y)."""
         self._checked_estimator()
         X = self._prepare_X(X, reset=True)
-        y = _one_dimensional_y(self, y, X.shape[0])
+        y = _input.target_1d(self, y, X.shape[0])
         y = _input.regression_target(y)
         return self._fit(X, y, sample_weight)
 
