@@ -14,9 +14,11 @@ from sklearn.utils import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-# The largest total sample weight accepted (see check_sample_weight): the engine squares
-# sums of weights, and twoing multiplies four (1e50**4 is far below float64's 1.8e308).
+# The range of total sample weight accepted (see check_sample_weight): the engine squares
+# sums of weights, and twoing multiplies four (1e50**4 is far below float64's 1.8e308);
+# products of tiny sums underflow to zero, which twoing and the chi-square test divide by.
 MAX_TOTAL_WEIGHT = 1e50
+MIN_TOTAL_WEIGHT = 1e-50
 
 # ------------------------------------------------------------------- data frames
 #
@@ -462,7 +464,9 @@ def check_sample_weight(sample_weight, n_samples):
     Weights must be finite and non-negative, not all zero, and sum to at most
     :data:`MAX_TOTAL_WEIGHT`: the engine squares sums of weights (Gini, variance, Newton
     gains) and twoing multiplies four, so larger totals overflow float64 and leave every
-    split scored inf (a constant model). Weights are refused, not rescaled, because
+    split scored inf (a constant model). Totals below :data:`MIN_TOTAL_WEIGHT` are
+    refused too: products of such sums underflow to zero, and twoing and the chi-square
+    test of ``min_significance`` divide by them. Weights are refused, not rescaled, because
     several parameters are in units of weight (``min_child_weight``, C4.5's
     ``min_samples_leaf``, the chi-square counts of ``min_significance``): a silent
     rescaling would change what they mean.
@@ -499,6 +503,12 @@ def check_sample_weight(sample_weight, n_samples):
             f"sample_weight sums to {shown}; silva needs a total of at most "
             f"{MAX_TOTAL_WEIGHT:.0e}, because split scores square sums of weights. "
             "Rescale the weights (e.g. divide them by their largest value).")
+    if total < MIN_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}; silva needs a total of at least "
+            f"{MIN_TOTAL_WEIGHT:.0e}, because split scores multiply sums of weights, which "
+            "underflow to zero. Rescale the weights (e.g. divide them by their largest "
+            "value).")
     return sample_weight
 
 
@@ -569,8 +579,8 @@ def _same_label(key, label):
 
 def apply_class_weight(sample_weight, factors):
     """``sample_weight`` times the class-weight ``factors`` (None: unchanged), checked
-    again: a class weight may zero every weighted sample, or push the total over
-    :data:`MAX_TOTAL_WEIGHT`."""
+    again: a class weight may zero every weighted sample, or push the total out of
+    [:data:`MIN_TOTAL_WEIGHT`, :data:`MAX_TOTAL_WEIGHT`]."""
     if factors is None:
         return sample_weight
     combined = sample_weight * factors
@@ -580,10 +590,10 @@ def apply_class_weight(sample_weight, factors):
         raise ValueError("sample_weight times class_weight is zero for every sample: the "
                          "classes with positive class_weight have no sample of positive "
                          "weight.")
-    if not total <= MAX_TOTAL_WEIGHT:
-        raise ValueError(f"sample_weight times class_weight sums to {total:.3g}, more than "
-                         f"{MAX_TOTAL_WEIGHT:.0e} (split scores square sums of weights); "
-                         "use smaller class weights.")
+    if not MIN_TOTAL_WEIGHT <= total <= MAX_TOTAL_WEIGHT:
+        raise ValueError(f"sample_weight times class_weight sums to {total:.3g}, outside "
+                         f"[{MIN_TOTAL_WEIGHT:.0e}, {MAX_TOTAL_WEIGHT:.0e}] (split scores "
+                         "multiply sums of weights); rescale class_weight.")
     return combined
 
 

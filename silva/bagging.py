@@ -73,6 +73,15 @@ def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_dra
     return np.bincount(rows, minlength=n_samples), features
 
 
+def _check_member_weight(has_weight, counts):
+    """A member whose draw holds only samples of zero weight has nothing to learn from:
+    a clear error, not its estimator's complaint about an empty or weightless sample."""
+    if not has_weight:
+        raise ValueError(f"a bagging member drew {int(counts.sum())} samples, all of zero "
+                         "sample_weight, and has nothing to fit; give more samples a "
+                         "positive sample_weight, or draw more of them (max_samples).")
+
+
 def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
     """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones."""
     members = []
@@ -89,12 +98,14 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
             # Counts as weights: the same tree as on repeated rows, without copying them.
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
             rows = np.flatnonzero(weights > 0)
+            _check_member_weight(rows.size > 0, counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
         elif has_fit_parameter(member, "sample_weight"):
             rows = np.flatnonzero(counts)
             weights = counts[rows].astype(np.float64)
             if sample_weight is not None:
                 weights = weights * sample_weight[rows]
+            _check_member_weight(np.any(weights > 0), counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights)
         else:
             if sample_weight is not None:

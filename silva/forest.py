@@ -187,7 +187,16 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             seed = int(new_seeds[t])
             weight = sample_weight
             if self.bootstrap:
-                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
+                counts = _bootstrap_counts(seed, n_samples, n_drawn)
+                weight = weight * counts
+                if not np.any(weight > 0):
+                    # The tree would have no class distribution and no mean to predict
+                    # (its probabilities summed to zero).
+                    raise ValueError(
+                        f"the bootstrap sample of tree {n_existing + t} drew "
+                        f"{int(counts.sum())} samples, all of zero sample_weight, and has "
+                        "nothing to fit; give more samples a positive sample_weight, "
+                        "draw more (max_samples) or set bootstrap=False.")
             if getattr(self, "class_weight", None) == "balanced_subsample":
                 weight = weight * self._subsample_class_weights(y, weight, n_classes)
             stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)

@@ -98,7 +98,13 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
                       classifier=is_classifier(self))
         # One list of folds for every model, so that all meta-features of a sample come
         # from models that were trained without that sample.
-        folds = list(cv.split(X, y))
+        try:
+            folds = list(cv.split(X, y))
+        except ValueError as error:
+            # scikit-learn's splitters name n_splits, not the parameter the user set.
+            shown = f"{self.cv!r}" if self.cv is not None else f"None ({DEFAULT_FOLDS} folds)"
+            raise ValueError(f"cv={shown} cannot split these {n_samples} samples into "
+                             f"folds: {error} Use fewer folds (cv) or more samples.") from None
         kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
         methods = self._resolve_methods(kept)
         self.estimators_ = []
