@@ -358,7 +358,9 @@ from silva import (  # noqa: E402 - the estimators of the regression tests below
     AdaBoostClassifier,
     AdaBoostRegressor,
     BaggingClassifier,
+    BaggingRegressor,
     C45Classifier,
+    ExtraTreesRegressor,
     GradientBoostingClassifier,
     GradientBoostingRegressor,
     ID3Classifier,
@@ -603,3 +605,42 @@ def test_y_shape_messages_are_shared():
             model.fit(X, np.c_[Y_CLASS, Y_CLASS])
         with pytest.raises(ValueError, match="requires y to be passed"):
             model.fit(X, None)
+
+
+# ------------------------------------------- found by tests/test_fuzz_api.py (item 2)
+
+
+@pytest.mark.parametrize("model", [
+    DecisionTreeClassifier(criterion="twoing"), ID3Classifier(min_significance=0.05),
+    RandomForestClassifier(n_estimators=3, criterion="twoing"),
+], ids=lambda m: type(m).__name__)
+def test_tiny_total_weight(model):
+    """Weights of 1e-300 made twoing and the chi-square test divide by a product of
+    weight sums that underflowed to zero: a ZeroDivisionError from compiled code."""
+    with pytest.raises(ValueError, match=r"sample_weight sums to 4e-299.*at least 1e-50"):
+        model.fit(X, Y_CLASS, sample_weight=np.full(40, 1e-300))
+    with pytest.raises(ValueError, match=r"class_weight sums to .*outside \[1e-50, 1e\+50\]"):
+        DecisionTreeClassifier(class_weight={0: 1e-60, 1: 1e-60}).fit(X, Y_CLASS)
+
+
+@pytest.mark.parametrize("model", [
+    RandomForestClassifier(n_estimators=3, random_state=0),
+    ExtraTreesRegressor(n_estimators=3, bootstrap=True, random_state=0),
+    BaggingClassifier(n_estimators=3, random_state=0),
+    BaggingRegressor(n_estimators=3, random_state=0),
+], ids=lambda m: type(m).__name__)
+def test_bootstrap_of_zero_weight_samples_only(model):
+    """A bootstrap that drew only zero-weight samples gave a forest's tree probabilities
+    summing to zero (the forest's to less than one) and crashed a bagging member."""
+    two = np.array([[0.0], [1.0]])
+    y = np.array([0, 1])
+    with pytest.raises(ValueError, match="drew 2 samples, all of zero sample_weight"):
+        model.fit(two, y, sample_weight=np.array([1.0, 0.0]))
+
+
+def test_stacking_folds_name_cv():
+    """StackingClassifier on too few samples per class gave scikit-learn's splitter
+    error, which names n_splits, not the cv parameter."""
+    stack = StackingClassifier([("tree", DecisionTreeClassifier())], cv=2)
+    with pytest.raises(ValueError, match=r"cv=2 cannot split these 2 samples into folds"):
+        stack.fit(np.array([[0.0], [1.0]]), np.array([0, 1]))
