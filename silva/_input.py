@@ -331,7 +331,7 @@ def check_categorical_codes(X, mask, max_bins, feature_names):
         if bad.any():
             name = feature_names[j] if feature_names is not None else f"feature {j}"
             raise ValueError(
-                f"categorical column {name!r} holds the value {present[bad][0]!r}: "
+                f"categorical column {name!r} holds the value {float(present[bad][0])!r}: "
                 f"categorical features must be integer codes in [0, max_bins={max_bins}) "
                 f"(or NaN for missing). Pass a pandas category column to have silva "
                 f"encode it, or raise max_bins."

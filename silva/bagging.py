@@ -40,6 +40,7 @@ from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 from silva import _input
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
+from silva.engine.binning import MAX_BINS_LIMIT
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -189,6 +190,12 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
         is_categorical = getattr(self, "is_categorical_", None)
         is_categorical = is_categorical if is_categorical is not None and is_categorical.any() \
             else None
+        if is_categorical is not None:
+            # Checked here on every row: a member checks only the rows it drew, so a bad
+            # code could pass unnoticed or fail one member in a worker.
+            max_bins = base.get_params(deep=False).get("max_bins", MAX_BINS_LIMIT)
+            _input.check_categorical_codes(X, is_categorical, max_bins,
+                                           getattr(self, "feature_names_in_", None))
 
         n_jobs = min(max(1, effective_n_jobs(self.n_jobs)), max(1, len(new_seeds)))
         # One chunk of members per worker; one member per chunk when showing progress, so

@@ -644,3 +644,13 @@ def test_stacking_folds_name_cv():
     stack = StackingClassifier([("tree", DecisionTreeClassifier())], cv=2)
     with pytest.raises(ValueError, match=r"cv=2 cannot split these 2 samples into folds"):
         stack.fit(np.array([[0.0], [1.0]]), np.array([0, 1]))
+
+
+def test_bagging_checks_categorical_codes_on_every_row():
+    """A bad categorical code passed unnoticed when no member drew its row."""
+    codes = np.zeros((9, 1))
+    codes[5, 0] = -1.0
+    bag = BaggingClassifier(n_estimators=2, random_state=0, categorical_features=[0])
+    with pytest.raises(ValueError, match=r"categorical column 'feature 0' holds the value "
+                                         r"-1\.0"):
+        bag.fit(codes, np.arange(9) % 2)
