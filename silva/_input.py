@@ -6,9 +6,19 @@ the parameter, the column or the value at fault, so that no bad input reaches co
 """
 
 import numbers
+import warnings
 
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils import compute_sample_weight
+from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
+
+# The range of total sample weight accepted (see check_sample_weight): the engine squares
+# sums of weights, and twoing multiplies four (1e50**4 is far below float64's 1.8e308);
+# products of tiny sums underflow to zero, which twoing and the chi-square test divide by.
+MAX_TOTAL_WEIGHT = 1e50
+MIN_TOTAL_WEIGHT = 1e-50
 
 # ------------------------------------------------------------------- data frames
 #
@@ -321,11 +331,93 @@ def check_categorical_codes(X, mask, max_bins, feature_names):
         if bad.any():
             name = feature_names[j] if feature_names is not None else f"feature {j}"
             raise ValueError(
-                f"categorical column {name!r} holds the value {present[bad][0]!r}: "
+                f"categorical column {name!r} holds the value {float(present[bad][0])!r}: "
                 f"categorical features must be integer codes in [0, max_bins={max_bins}) "
                 f"(or NaN for missing). Pass a pandas category column to have silva "
                 f"encode it, or raise max_bins."
             )
+
+
+# ----------------------------------------------------------------------- targets
+#
+# One set of y checks for every estimator, so that the same bad y gets the same message
+# from a tree, a forest, a boosted model or an ensemble.
+
+
+def target_1d(estimator, y, n_samples, *, stacklevel=3):
+    """``y`` as a one-dimensional array of ``n_samples`` entries.
+
+    None is refused (scikit-learn's ``check_requires_y_none`` message); a column vector
+    is raveled with a ``DataConversionWarning`` (``stacklevel`` 3 points at the caller
+    of the function that calls this one); any other shape, or another length than X's,
+    is a ValueError that gives the expected and the actual shape.
+    """
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
+                         "y is None.")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
+                      "used as y.ravel().", DataConversionWarning, stacklevel=stacklevel)
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y must have shape ({n_samples},), one-dimensional (one target); "
+                         f"got shape {y.shape}. Multi-output models are not supported.")
+    if y.shape[0] != n_samples:
+        raise ValueError(f"y must have shape ({n_samples},), one label per row of X: X has "
+                         f"{n_samples} samples but y has {y.shape[0]}.")
+    return y
+
+
+def _missing_labels(y):
+    """Boolean mask of the missing entries of an object or string y: None, NaN, pandas'
+    NA and NaT."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is in the dev and frames extras
+        return np.array([v is None or (isinstance(v, float | np.floating) and np.isnan(v))
+                         for v in y], dtype=bool)
+    return np.asarray(pd.isna(y), dtype=bool)
+
+
+def classification_target(y):
+    """``(classes, codes)`` of class labels ``y`` (one-dimensional, see :func:`target_1d`):
+    the sorted distinct labels and each sample's index into them (int64).
+
+    A missing label (NaN, None, pandas NA) or an infinite one is a ValueError that counts
+    them and gives the first index; labels of types that cannot be ordered together
+    (numbers and strings) are a ValueError naming the types; continuous targets get
+    scikit-learn's "Unknown label type" error.
+    """
+    if y.dtype.kind == "f" or y.dtype.kind == "c":
+        bad = ~np.isfinite(y)
+        if bad.any():
+            first = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"y contains NaN or infinity: {int(bad.sum())} of {y.shape[0]} labels are "
+                f"missing or infinite, the first at index {first} (y[{first}] = "
+                f"{y[first]}); every sample needs a class label.")
+    elif y.dtype.kind == "O":
+        missing = _missing_labels(y)
+        if missing.any():
+            first = int(np.flatnonzero(missing)[0])
+            raise ValueError(
+                f"y has missing values: {int(missing.sum())} of {y.shape[0]} labels are "
+                f"NaN or None, the first at index {first} (y[{first}] = {y[first]!r}); "
+                "every sample needs a class label. Drop those rows or fill in their "
+                "labels.")
+    try:
+        classes = np.unique(y)
+    except TypeError:
+        kinds = sorted({type(v).__name__ for v in y.ravel()})
+        raise ValueError(f"y mixes labels of types that cannot be ordered together "
+                         f"({', '.join(kinds)}); give every label the same type, e.g. "
+                         "all strings.") from None
+    check_classification_targets(y)
+    # The sorted distinct labels and a binary search give np.unique's inverse in a
+    # fraction of its time (it sorts all of y a second time).
+    codes = np.searchsorted(classes, y)
+    return classes, codes.astype(np.int64)
 
 
 def regression_target(y):
@@ -341,13 +433,52 @@ def regression_target(y):
     return y
 
 
+def check_target_scale(y, sample_weight, *, centre=True):
+    """Refuse a regression target whose weighted moments overflow float64.
+
+    Split scores and Newton gains square sums of ``w (y - c)`` over a node (``c`` the
+    weighted mean of y when ``centre``, else 0): the variance proxy ``(sum w y)^2 / w``,
+    boosting's ``G^2 / (H + lambda)``. When ``(sum w |y - c|)^2`` or ``sum w (y - c)^2``
+    is not finite, every candidate scores inf or NaN and the model silently stays a
+    constant, so this is a ValueError that says the target is too large.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = sample_weight.sum()
+        centre_value = float(np.sum(sample_weight * y) / total) if centre else 0.0
+        deviation = np.abs(y - centre_value)
+        first = float(np.sum(sample_weight * deviation))
+        second = float(np.sum(sample_weight * deviation * deviation))
+        ok = np.isfinite(centre_value) and np.isfinite(first * first) and np.isfinite(second)
+    if not ok:
+        largest = float(np.max(np.abs(y)))
+        raise ValueError(
+            f"y is too large for float64 arithmetic: |y| reaches {largest:.3g}, and the "
+            "weighted sums of squared deviations that split scores use overflow (with "
+            f"these sample weights, totalling {total:.3g}). Rescale y (e.g. divide it by "
+            f"{10.0 ** np.floor(np.log10(largest)):.0e}) and scale the predictions back.")
+
+
 def check_sample_weight(sample_weight, n_samples):
-    """Validated float64 sample weights (ones when None)."""
+    """Validated float64 sample weights (ones when None).
+
+    Weights must be finite and non-negative, not all zero, and sum to at most
+    :data:`MAX_TOTAL_WEIGHT`: the engine squares sums of weights (Gini, variance, Newton
+    gains) and twoing multiplies four, so larger totals overflow float64 and leave every
+    split scored inf (a constant model). Totals below :data:`MIN_TOTAL_WEIGHT` are
+    refused too: products of such sums underflow to zero, and twoing and the chi-square
+    test of ``min_significance`` divide by them. Weights are refused, not rescaled, because
+    several parameters are in units of weight (``min_child_weight``, C4.5's
+    ``min_samples_leaf``, the chi-square counts of ``min_significance``): a silent
+    rescaling would change what they mean.
+    """
     if sample_weight is None:
         return np.ones(n_samples)
     if isinstance(sample_weight, numbers.Number):
         sample_weight = np.full(n_samples, float(sample_weight))
-    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        sample_weight = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"sample_weight must be numeric: {error}") from None
     if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
         raise ValueError(
             f"sample_weight must have shape ({n_samples},), one weight per sample; got "
@@ -360,10 +491,110 @@ def check_sample_weight(sample_weight, n_samples):
             f"sample_weight must be non-negative; sample {np.argmax(sample_weight < 0)} "
             f"has weight {sample_weight[sample_weight < 0][0]}."
         )
-    if sample_weight.sum() <= 0:
+    with np.errstate(over="ignore"):
+        total = sample_weight.sum()
+    if total <= 0:
         raise ValueError("sample_weight sums to zero: at least one sample needs a "
                          "positive weight.")
+    if not total <= MAX_TOTAL_WEIGHT:
+        shown = "more than the largest float64 (overflow)" if np.isinf(total) \
+            else f"{total:.3g}"
+        raise ValueError(
+            f"sample_weight sums to {shown}; silva needs a total of at most "
+            f"{MAX_TOTAL_WEIGHT:.0e}, because split scores square sums of weights. "
+            "Rescale the weights (e.g. divide them by their largest value).")
+    if total < MIN_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}; silva needs a total of at least "
+            f"{MIN_TOTAL_WEIGHT:.0e}, because split scores multiply sums of weights, which "
+            "underflow to zero. Rescale the weights (e.g. divide them by their largest "
+            "value).")
     return sample_weight
+
+
+# ------------------------------------------------------------------ class weights
+
+
+def class_weight_per_sample(class_weight, y, classes, *, options=("balanced",)):
+    """Per-sample factors of ``class_weight`` for labels ``y`` (original labels, whose
+    sorted distinct values are ``classes``); None gives None (no factor).
+
+    ``class_weight`` is None, one of ``options`` ("balanced", and for forests
+    "balanced_subsample", which the caller applies per tree and so gets None here
+    unless it passes it on), or a dict from class label to weight. A dict's weights must
+    be finite and non-negative numbers and not all zero on the classes of y; a class
+    it leaves out weighs 1. Keys that are not classes of y are an error when some class
+    is left out (a misspelt label, most likely), and ignored when every class has its
+    weight, as in scikit-learn's ``compute_class_weight``. Dict keys are matched as
+    scikit-learn matches them (an integer label by ``int``, any other by ``str``).
+    """
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str):
+        if class_weight not in options:
+            raise ValueError(f"class_weight must be None, a dict or one of "
+                             f"{sorted(options)}; got {class_weight!r}.")
+        return compute_sample_weight("balanced", y)
+    if not isinstance(class_weight, dict):
+        raise TypeError(f"class_weight must be None, a dict or one of {sorted(options)}; "
+                        f"got {type(class_weight).__name__} {class_weight!r}.")
+    for label, weight in class_weight.items():
+        if isinstance(weight, bool | np.bool_) or not isinstance(weight, numbers.Real):
+            raise TypeError(f"class_weight[{label!r}] must be a number; got {weight!r}.")
+        if not np.isfinite(weight) or weight < 0:
+            raise ValueError(f"class_weight[{label!r}] must be a finite number >= 0; got "
+                             f"{weight!r}.")
+    weights = np.ones(len(classes))
+    unweighted = []
+    used = 0
+    for i, label in enumerate(classes):
+        try:
+            key = int(label)
+        except (TypeError, ValueError):
+            key = str(label)
+        if key in class_weight:
+            weights[i] = float(class_weight[key])
+            used += 1
+        else:
+            unweighted.append(label.item() if isinstance(label, np.generic) else label)
+    if unweighted and used != len(class_weight):
+        unknown = [k for k in class_weight if not any(
+            _same_label(k, label) for label in classes)]
+        raise ValueError(f"class_weight has the labels {unknown}, which are not classes of "
+                         f"y, and no weight for the classes {unweighted}; its keys must be "
+                         f"labels of y (the classes are {classes.tolist()}).")
+    if not np.any(weights > 0):
+        raise ValueError(f"class_weight gives every class of y weight zero "
+                         f"({dict(zip(classes.tolist(), weights.tolist(), strict=True))}); "
+                         "at least one class needs a positive weight.")
+    return compute_sample_weight(class_weight, y)
+
+
+def _same_label(key, label):
+    try:
+        return key == int(label)
+    except (TypeError, ValueError):
+        return key == str(label)
+
+
+def apply_class_weight(sample_weight, factors):
+    """``sample_weight`` times the class-weight ``factors`` (None: unchanged), checked
+    again: a class weight may zero every weighted sample, or push the total out of
+    [:data:`MIN_TOTAL_WEIGHT`, :data:`MAX_TOTAL_WEIGHT`]."""
+    if factors is None:
+        return sample_weight
+    combined = sample_weight * factors
+    with np.errstate(over="ignore"):
+        total = combined.sum()
+    if not total > 0:
+        raise ValueError("sample_weight times class_weight is zero for every sample: the "
+                         "classes with positive class_weight have no sample of positive "
+                         "weight.")
+    if not MIN_TOTAL_WEIGHT <= total <= MAX_TOTAL_WEIGHT:
+        raise ValueError(f"sample_weight times class_weight sums to {total:.3g}, outside "
+                         f"[{MIN_TOTAL_WEIGHT:.0e}, {MAX_TOTAL_WEIGHT:.0e}] (split scores "
+                         "multiply sums of weights); rescale class_weight.")
+    return combined
 
 
 def check_int(value, name, low, *, allow_none=False):
@@ -393,11 +624,17 @@ def check_count_or_fraction(value, name, int_low, *, fraction_low_open=True):
 
 
 def check_float(value, name, low, high=np.inf, *, low_inclusive=True):
+    """``value`` as a finite float in [low, high] (``(low, high]`` unless
+    ``low_inclusive``); NaN and infinity are refused even when ``high`` is infinite,
+    because no parameter means anything at infinity (a learning rate of inf predicts
+    NaN)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a float; got {value!r}.")
     value = float(value)
+    if not np.isfinite(value):
+        raise ValueError(f"{name} must be a finite number; got {value}.")
     ok_low = value >= low if low_inclusive else value > low
-    if not (ok_low and value <= high) or np.isnan(value):
+    if not (ok_low and value <= high):
         bracket = "[" if low_inclusive else "("
         raise ValueError(f"{name} must be in {bracket}{low}, {high}]; got {value}.")
     return value

@@ -48,7 +48,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
@@ -142,9 +141,14 @@ class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
         return self._default_estimator() if self.estimator is None else self.estimator
 
     def _validate_X_y(self, X, y, sample_weight, y_numeric):
+        """Validated X, y (class labels as given, or float64 targets when ``y_numeric``)
+        and sample weights."""
         allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=y_numeric,
-                             ensure_all_finite="allow-nan" if allow_nan else True)
+        X = validate_data(self, X, dtype=np.float64,
+                          ensure_all_finite="allow-nan" if allow_nan else True)
+        y = _input.target_1d(self, y, X.shape[0], stacklevel=4)
+        if y_numeric:
+            y = _input.regression_target(y)
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
         return X, y, sample_weight
 
@@ -295,8 +299,7 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
         learning_rate = self._check_common_params()
         algorithm = _input.check_option(self.algorithm, "algorithm", set(ALGORITHMS))
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight, y_numeric=False)
-        check_classification_targets(y)
-        self.classes_, y_code = np.unique(y, return_inverse=True)
+        self.classes_, y_code = _input.classification_target(y)
         n_classes = self.n_classes_ = len(self.classes_)
         if n_classes < 2:
             raise ValueError(f"AdaBoostClassifier needs samples of at least 2 classes in y; "
@@ -570,7 +573,6 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         learning_rate = self._check_common_params()
         loss = _input.check_option(self.loss, "loss", set(REGRESSION_LOSSES))
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight, y_numeric=True)
-        y = y.astype(np.float64)
         rng = check_random_state(self.random_state)
         round_bins = {}
         boosting = BoostingWeights(sample_weight)

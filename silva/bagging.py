@@ -33,15 +33,14 @@ from functools import partial
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
-from sklearn.exceptions import DataConversionWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
+from silva.engine.binning import MAX_BINS_LIMIT
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -60,25 +59,6 @@ def _draw_count(value, total, name):
     raise TypeError(f"{name} must be an int or a float; got {value!r}.")
 
 
-def _one_dimensional_y(estimator, y, n_samples):
-    """y as a 1-d array of ``n_samples`` entries; a column vector is raveled with a warning.
-
-    The messages are scikit-learn's conventions (``check_requires_y_none``,
-    ``check_supervised_y_2d``), as the silva trees give them.
-    """
-    if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
-                         "y is None.")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        warnings.warn("A column-vector y was passed when a 1d array was expected; it is used "
-                      "as y.ravel().", DataConversionWarning, stacklevel=3)
-        y = y.ravel()
-    if y.ndim != 1 or y.shape[0] != n_samples:
-        raise ValueError(f"y must have shape ({n_samples},); got {y.shape}.")
-    return y
-
-
 def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
                  bootstrap_features):
     """Row counts (n_samples,) and column ids of the member seeded with ``seed``."""
@@ -92,6 +72,15 @@ def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_dra
     else:
         rows = random_state.permutation(n_samples)[:n_drawn]
     return np.bincount(rows, minlength=n_samples), features
+
+
+def _check_member_weight(has_weight, counts):
+    """A member whose draw holds only samples of zero weight has nothing to learn from:
+    a clear error, not its estimator's complaint about an empty or weightless sample."""
+    if not has_weight:
+        raise ValueError(f"a bagging member drew {int(counts.sum())} samples, all of zero "
+                         "sample_weight, and has nothing to fit; give more samples a "
+                         "positive sample_weight, or draw more of them (max_samples).")
 
 
 def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
@@ -110,12 +99,14 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
             # Counts as weights: the same tree as on repeated rows, without copying them.
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
             rows = np.flatnonzero(weights > 0)
+            _check_member_weight(rows.size > 0, counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
         elif has_fit_parameter(member, "sample_weight"):
             rows = np.flatnonzero(counts)
             weights = counts[rows].astype(np.float64)
             if sample_weight is not None:
                 weights = weights * sample_weight[rows]
+            _check_member_weight(np.any(weights > 0), counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights)
         else:
             if sample_weight is not None:
@@ -199,6 +190,12 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
         is_categorical = getattr(self, "is_categorical_", None)
         is_categorical = is_categorical if is_categorical is not None and is_categorical.any() \
             else None
+        if is_categorical is not None:
+            # Checked here on every row: a member checks only the rows it drew, so a bad
+            # code could pass unnoticed or fail one member in a worker.
+            max_bins = base.get_params(deep=False).get("max_bins", MAX_BINS_LIMIT)
+            _input.check_categorical_codes(X, is_categorical, max_bins,
+                                           getattr(self, "feature_names_in_", None))
 
         n_jobs = min(max(1, effective_n_jobs(self.n_jobs)), max(1, len(new_seeds)))
         # One chunk of members per worker; one member per chunk when showing progress, so
@@ -355,9 +352,8 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
             raise ValueError(f"voting='soft' needs predict_proba, which "
                              f"{type(base).__name__} lacks; use voting='hard'.")
         X = self._prepare_X(X, reset=True)
-        y = _one_dimensional_y(self, y, X.shape[0])
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
+        y = _input.target_1d(self, y, X.shape[0])
+        classes, y_encoded = _input.classification_target(y)
         if self.warm_start and hasattr(self, "classes_") and not np.array_equal(
                 classes, self.classes_):
             raise ValueError("warm_start=True needs the same classes as the previous fit.")
@@ -434,7 +430,7 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
         """Fit the members on random samples of (X, y)."""
         self._checked_estimator()
         X = self._prepare_X(X, reset=True)
-        y = _one_dimensional_y(self, y, X.shape[0])
+        y = _input.target_1d(self, y, X.shape[0])
         y = _input.regression_target(y)
         return self._fit(X, y, sample_weight)
 

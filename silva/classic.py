@@ -28,13 +28,9 @@ have hundreds of nodes, not CART's tens of thousands: see ``benchmarks/bench_cla
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy.special import betaincinv
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
@@ -274,21 +270,9 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         -------
         self
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
-                             "y is None.")
         X = self._prepare_X(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                          "used as y.ravel().", DataConversionWarning, stacklevel=2)
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}.")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
-        check_classification_targets(y)
-        self.classes_, y_encoded = np.unique(y, return_inverse=True)
+        y = _input.target_1d(self, y, X.shape[0])
+        self.classes_, y_encoded = _input.classification_target(y)
         self.n_classes_ = len(self.classes_)
         self.n_outputs_ = 1
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
@@ -454,7 +438,8 @@ class ID3Classifier(_MultiwayTreeClassifier):
         growing (:class:`silva.engine.binning.Binner`: a feature with at most ``n_bins``
         distinct values gets one bin per value; bin edges are midpoints between training
         values), and then split like categorical features, one branch per bin. The
-        quantiles are of the training rows and ignore ``sample_weight``.
+        quantiles are of the training rows and ignore ``sample_weight``. Categorical
+        features are not binned: one branch per category, however many categories.
     numeric : {"bins", "error"}, default="bins"
         "error" refuses numeric features, for ID3 on categorical data only.
     categorical_features : None, "auto", mask, indices or names, default="auto"

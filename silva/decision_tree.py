@@ -23,10 +23,8 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import KFold, StratifiedKFold
-from sklearn.utils import Bunch, check_random_state, compute_sample_weight
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
@@ -76,6 +74,8 @@ def regression_inputs(estimator, X, y, sample_weight):
         if np.sum(y * sample_weight) <= 0:
             raise ValueError("criterion='poisson' needs a positive sum of y.")
     elif code != criteria.ABSOLUTE_ERROR:
+        # Variance scores square sums of w (y - offset): refuse a y whose squares overflow.
+        _input.check_target_scale(y, sample_weight)
         offset = float(np.average(y, weights=sample_weight))
     return code, X, y, sample_weight, offset
 
@@ -112,20 +112,8 @@ class BaseDecisionTree(BaseEstimator):
 
     def _prepare_X_y(self, X, y):
         """Validated X (see :meth:`_prepare_X`) and a one-dimensional y of the same length."""
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target "
-                             "y is None.")
         X = self._prepare_X(X, reset=True)
-        y = np.asarray(y)
-        if y.ndim == 2 and y.shape[1] == 1:
-            warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
-                          "used as y.ravel().", DataConversionWarning, stacklevel=3)
-            y = y.ravel()
-        if y.ndim != 1:
-            raise ValueError(f"y must be one-dimensional (one target); got shape {y.shape}. "
-                             "Multi-output trees are not supported yet.")
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"X has {X.shape[0]} samples but y has {y.shape[0]}.")
+        y = _input.target_1d(self, y, X.shape[0], stacklevel=4)
         return X, y
 
     def _check_params(self, n_samples, total_weight):
@@ -540,15 +528,12 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
             min_significance = _input.check_float(self.min_significance, "min_significance",
                                                   0.0, 1.0, low_inclusive=False)
         X, y = self._prepare_X_y(X, y)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity; every sample needs a class label.")
-        check_classification_targets(y)
-        self.classes_, y_encoded = np.unique(y, return_inverse=True)
+        self.classes_, y_encoded = _input.classification_target(y)
         self.n_classes_ = len(self.classes_)
         self.n_outputs_ = 1
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
-        if self.class_weight is not None:
-            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
+        sample_weight = _input.apply_class_weight(
+            sample_weight, _input.class_weight_per_sample(self.class_weight, y, self.classes_))
         return self._fit_tree(X, y_encoded, sample_weight, criterion_code, self.n_classes_,
                               min_significance=min_significance)
 

@@ -24,8 +24,7 @@ import numpy as np
 from joblib import effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
-from sklearn.utils import Bunch, check_random_state, compute_sample_weight
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
@@ -188,7 +187,16 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             seed = int(new_seeds[t])
             weight = sample_weight
             if self.bootstrap:
-                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
+                counts = _bootstrap_counts(seed, n_samples, n_drawn)
+                weight = weight * counts
+                if not np.any(weight > 0):
+                    # The tree would have no class distribution and no mean to predict
+                    # (its probabilities summed to zero).
+                    raise ValueError(
+                        f"the bootstrap sample of tree {n_existing + t} drew "
+                        f"{int(counts.sum())} samples, all of zero sample_weight, and has "
+                        "nothing to fit; give more samples a positive sample_weight, "
+                        "draw more (max_samples) or set bootstrap=False.")
             if getattr(self, "class_weight", None) == "balanced_subsample":
                 weight = weight * self._subsample_class_weights(y, weight, n_classes)
             stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)
@@ -399,10 +407,7 @@ class ForestClassifier(ClassifierMixin, BaseForest):
                              f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
                              f"{self.criterion!r}.")
         X, y = self._prepare_X_y(X, y)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinity; every sample needs a class label.")
-        check_classification_targets(y)
-        classes, y_encoded = np.unique(y, return_inverse=True)
+        classes, y_encoded = _input.classification_target(y)
         if self.warm_start and hasattr(self, "classes_") and (
                 len(classes) != len(self.classes_) or np.any(classes != self.classes_)):
             raise ValueError("warm_start=True needs the same classes as the previous fit.")
@@ -410,10 +415,14 @@ class ForestClassifier(ClassifierMixin, BaseForest):
         self.n_classes_ = len(classes)
         self.n_outputs_ = 1
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
-        if self.class_weight is not None and self.class_weight != "balanced_subsample":
-            sample_weight = sample_weight * compute_sample_weight(self.class_weight, y)
-        elif self.class_weight == "balanced_subsample" and not self.bootstrap:
-            sample_weight = sample_weight * compute_sample_weight("balanced", y)
+        # "balanced_subsample" weighs each tree's bootstrap sample (see _fit_forest);
+        # without bootstrap every tree's sample is the whole set, so it is "balanced".
+        class_weight = self.class_weight
+        if isinstance(class_weight, str) and class_weight == "balanced_subsample":
+            class_weight = None if self.bootstrap else "balanced"
+        factors = _input.class_weight_per_sample(class_weight, y, classes,
+                                                 options=("balanced", "balanced_subsample"))
+        sample_weight = _input.apply_class_weight(sample_weight, factors)
         return self._fit_forest(X, y_encoded.astype(np.intp), sample_weight, code,
                                 self.n_classes_, callbacks=callbacks)
 

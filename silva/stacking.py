@@ -33,7 +33,6 @@ from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from silva import _input
@@ -99,7 +98,13 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
                       classifier=is_classifier(self))
         # One list of folds for every model, so that all meta-features of a sample come
         # from models that were trained without that sample.
-        folds = list(cv.split(X, y))
+        try:
+            folds = list(cv.split(X, y))
+        except ValueError as error:
+            # scikit-learn's splitters name n_splits, not the parameter the user set.
+            shown = f"{self.cv!r}" if self.cv is not None else f"None ({DEFAULT_FOLDS} folds)"
+            raise ValueError(f"cv={shown} cannot split these {n_samples} samples into "
+                             f"folds: {error} Use fewer folds (cv) or more samples.") from None
         kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
         methods = self._resolve_methods(kept)
         self.estimators_ = []
@@ -231,8 +236,7 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
             raise ValueError("StackingClassifier requires y to be passed, but the target y "
                              "is None.")
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        self.classes_, y_code = np.unique(y, return_inverse=True)
+        self.classes_, y_code = _input.classification_target(y)
         if len(self.classes_) < 2:
             raise ValueError(f"StackingClassifier needs samples of at least 2 classes in y; "
                              f"got {len(self.classes_)} class: {self.classes_.tolist()}.")

@@ -17,7 +17,6 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
@@ -221,8 +220,7 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
             raise ValueError("VotingClassifier requires y to be passed, but the target y "
                              "is None.")
         y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        self.classes_, y_code = np.unique(y, return_inverse=True)
+        self.classes_, y_code = _input.classification_target(y)
         # Models are fitted on the class codes, so their outputs line up with classes_.
         estimators = self._fit_models(X, y_code, sample_weight, "classifier")
         self._weights = self._model_weights(estimators, len(self.classes_))

@@ -348,3 +348,309 @@ def test_fuzz_never_crashes_never_nan(data, seed, max_bins):
         # each leaf predicts a weighted mean of training targets: inside their range
         assert prediction.min() >= y_reg.min() - 1e-9
         assert prediction.max() <= y_reg.max() + 1e-9
+
+
+# ------------------------------------------------- issue 22: defects and their fixes
+#
+# Each test names the defect it guards (silva issue 22, items 3, 6, 8 and 9).
+
+from silva import (  # noqa: E402 - the estimators of the regression tests below
+    AdaBoostClassifier,
+    AdaBoostRegressor,
+    BaggingClassifier,
+    BaggingRegressor,
+    C45Classifier,
+    ExtraTreesRegressor,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    ID3Classifier,
+    RandomForestClassifier,
+    RandomForestRegressor,
+    StackingClassifier,
+    VotingClassifier,
+)
+
+ALL_CLASSIFIERS = [
+    DecisionTreeClassifier(random_state=0),
+    RandomForestClassifier(n_estimators=3, random_state=0),
+    GradientBoostingClassifier(n_estimators=2, min_samples_leaf=1),
+    AdaBoostClassifier(n_estimators=2, random_state=0),
+    BaggingClassifier(n_estimators=2, random_state=0),
+    ID3Classifier(),
+    C45Classifier(),
+    VotingClassifier([("tree", DecisionTreeClassifier(random_state=0))]),
+    StackingClassifier([("tree", DecisionTreeClassifier(random_state=0))], cv=2),
+]
+
+
+def test_id3_takes_more_categories_than_n_bins():
+    """Item 3: 11 categories with n_bins=10 crashed with a broadcast error."""
+    import pandas as pd
+
+    levels = [f"v{i}" for i in range(11)]
+    frame = pd.DataFrame({"c": levels * 4, "x": np.arange(44.0)})
+    y = np.array([i % 11 < 5 for i in range(44)])  # a function of the category alone
+    model = ID3Classifier().fit(frame, y)
+    np.testing.assert_array_equal(model.predict(frame), y)
+    root_branches = model.tree_.n_branches[0]
+    assert model.tree_.feature[0] == 0 and root_branches == 11  # one branch per level
+    # The same from integer codes, and with n_bins much smaller than the categories.
+    codes = np.c_[np.arange(44) % 11, np.arange(44.0)]
+    coded = ID3Classifier(n_bins=2, categorical_features=[0]).fit(codes, y)
+    np.testing.assert_array_equal(coded.predict(codes), y)
+    assert coded.tree_.n_branches[0] == 11
+
+
+def test_id3_numeric_bins_unchanged_by_many_categories():
+    """Widening the per-bin arrays for categories leaves numeric binning alone."""
+    rng = np.random.RandomState(3)
+    x = rng.rand(200)
+    y = (x > 0.4).astype(int)
+    numeric = ID3Classifier(n_bins=4).fit(x[:, None], y)
+    both = ID3Classifier(n_bins=4, categorical_features=[1]).fit(
+        np.c_[x, np.arange(200) % 30], y)
+    np.testing.assert_array_equal(numeric.tree_.bin_edges[0], both.tree_.bin_edges[0])
+
+
+@pytest.mark.parametrize("class_weight, message", [
+    ({0: np.inf, 1: 1}, r"class_weight\[0\] must be a finite number >= 0; got inf"),
+    ({0: np.nan, 1: 1}, r"class_weight\[0\] must be a finite number >= 0; got nan"),
+    ({0: 1, 1: -2}, r"class_weight\[1\] must be a finite number >= 0; got -2"),
+    ({0: 0, 1: 0.0}, "class_weight gives every class of y weight zero"),
+    ({0: 1, 7: 2}, r"class_weight has the labels \[7\], which are not classes of y, and "
+                   r"no weight for the classes \[1\]"),
+    ("balance", "class_weight must be None, a dict or one of"),
+], ids=str)
+@pytest.mark.parametrize("model_class", [DecisionTreeClassifier, RandomForestClassifier])
+def test_bad_class_weight(model_class, class_weight, message):
+    """Item 6: inf, NaN, negative or all-zero class weights gave NaN or all-zero
+    probabilities; an unknown label was ignored."""
+    with pytest.raises(ValueError, match=message):
+        model_class(class_weight=class_weight).fit(X, Y_CLASS)
+
+
+def test_class_weight_type_and_subsample_option():
+    with pytest.raises(TypeError, match="class_weight must be None, a dict"):
+        DecisionTreeClassifier(class_weight=[1, 2]).fit(X, Y_CLASS)
+    with pytest.raises(TypeError, match=r"class_weight\[0\] must be a number"):
+        DecisionTreeClassifier(class_weight={0: "2", 1: 1}).fit(X, Y_CLASS)
+    # balanced_subsample is for forests only.
+    with pytest.raises(ValueError, match="class_weight must be None, a dict or one of "
+                                         r"\['balanced'\]"):
+        DecisionTreeClassifier(class_weight="balanced_subsample").fit(X, Y_CLASS)
+    for bootstrap in (True, False):
+        forest = RandomForestClassifier(n_estimators=3, bootstrap=bootstrap,
+                                        class_weight="balanced_subsample", random_state=0)
+        proba = forest.fit(X, Y_CLASS).predict_proba(X)
+        np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+
+
+def test_class_weight_as_scikit_learn_matches_keys():
+    """Extra keys are ignored when every class has a weight (scikit-learn does so); a
+    class left out weighs 1; string labels are matched as strings."""
+    extra = DecisionTreeClassifier(class_weight={0: 1, 1: 3, 9: 5}, random_state=0)
+    plain = DecisionTreeClassifier(class_weight={0: 1, 1: 3}, random_state=0)
+    np.testing.assert_array_equal(extra.fit(X, Y_CLASS).tree_.value,
+                                  plain.fit(X, Y_CLASS).tree_.value)
+    left_out = DecisionTreeClassifier(class_weight={1: 3}, random_state=0).fit(X, Y_CLASS)
+    np.testing.assert_array_equal(left_out.tree_.value, plain.tree_.value)
+    labels = np.array(["no", "yes"])[Y_CLASS]
+    named = DecisionTreeClassifier(class_weight={"yes": 3}, random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(named.tree_.value, plain.tree_.value)
+    with pytest.raises(ValueError, match=r"labels \['maybe'\].*classes \['yes'\]"):
+        DecisionTreeClassifier(class_weight={"no": 1, "maybe": 2}).fit(X, labels)
+
+
+def test_class_weight_that_zeroes_every_weighted_sample():
+    weights = np.where(Y_CLASS == 0, 1.0, 0.0)
+    with pytest.raises(ValueError, match="sample_weight times class_weight is zero"):
+        DecisionTreeClassifier(class_weight={0: 0, 1: 1}).fit(X, Y_CLASS,
+                                                              sample_weight=weights)
+
+
+@pytest.mark.parametrize("model", ALL_CLASSIFIERS, ids=lambda m: type(m).__name__)
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_missing_label_among_strings(model, missing):
+    """Item 8: a NaN or None label among strings gave "'<' not supported between
+    'float' and 'str'"."""
+    y = np.array(["a", "b"] * 20, dtype=object)
+    y[[5, 17]] = missing
+    with pytest.raises(ValueError, match=r"y has missing values: 2 of 40 labels are NaN "
+                                         r"or None, the first at index 5"):
+        model.fit(X, y)
+
+
+def test_missing_label_in_pandas_series():
+    import pandas as pd
+
+    y = pd.Series(["a", "b"] * 20, dtype="string")
+    y[9] = pd.NA
+    with pytest.raises(ValueError, match="y has missing values: 1 of 40.*index 9"):
+        DecisionTreeClassifier().fit(X, y)
+    with pytest.raises(ValueError, match=r"y contains NaN or infinity: 1 of 40.*index 3"):
+        DecisionTreeClassifier().fit(X, np.r_[Y_CLASS[:3], np.nan, Y_CLASS[4:]])
+
+
+def test_labels_of_mixed_types():
+    y = np.array([1, "a"] * 20, dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes labels of types.*\(int, str\)"):
+        DecisionTreeClassifier().fit(X, y)
+
+
+@pytest.mark.parametrize("model_class", [GradientBoostingClassifier, GradientBoostingRegressor,
+                                         AdaBoostClassifier, AdaBoostRegressor])
+@pytest.mark.parametrize("rate", [np.inf, -np.inf, np.nan])
+def test_learning_rate_must_be_finite(model_class, rate):
+    """Item 9: learning_rate=inf was accepted by boosting and predicted NaN."""
+    y = Y_CLASS if "Classifier" in model_class.__name__ else Y_REG
+    with pytest.raises(ValueError, match="learning_rate"):
+        model_class(learning_rate=rate).fit(X, y)
+
+
+@pytest.mark.parametrize("params", [
+    {"min_impurity_decrease": np.inf}, {"ccp_alpha": np.inf}, {"ccp_alpha": np.nan},
+    {"min_weight_fraction_leaf": np.nan},
+], ids=str)
+def test_float_parameters_must_be_finite(params):
+    name = next(iter(params))
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
+        DecisionTreeRegressor(**params).fit(X, Y_REG)
+
+
+@pytest.mark.parametrize("params", [
+    {"l2_regularization": np.inf}, {"min_child_weight": np.inf}, {"subsample": np.nan},
+    {"max_delta_step": np.inf}, {"min_split_gain": np.inf},
+], ids=str)
+def test_boosting_float_parameters_must_be_finite(params):
+    name = next(iter(params))
+    with pytest.raises(ValueError, match=name):
+        GradientBoostingRegressor(n_estimators=2, **params).fit(X, Y_REG)
+
+
+@pytest.mark.parametrize("model", [
+    DecisionTreeRegressor(), RandomForestRegressor(n_estimators=2),
+    GradientBoostingRegressor(n_estimators=2), AdaBoostRegressor(n_estimators=2),
+    DecisionTreeClassifier(), GradientBoostingClassifier(n_estimators=2),
+    AdaBoostClassifier(n_estimators=2), C45Classifier(), ID3Classifier(),
+], ids=lambda m: type(m).__name__)
+def test_weights_whose_sum_overflows(model):
+    """Item 9: weights of 1e307 each (finite, but their sum is not) gave a constant
+    model, NaN predictions or an internal error in AdaBoost."""
+    y = Y_REG if "Regressor" in type(model).__name__ else Y_CLASS
+    with pytest.raises(ValueError, match="sample_weight sums to more than the largest "
+                                         r"float64 \(overflow\).*Rescale"):
+        model.fit(X, y, sample_weight=np.full(40, 1e307))
+    with pytest.raises(ValueError, match=r"sample_weight sums to 4e\+60.*at most 1e\+50"):
+        model.fit(X, y, sample_weight=np.full(40, 1e59))
+
+
+def test_largest_accepted_total_weight_fits_finite_models():
+    """Just under the limit every criterion still scores its splits (no inf or NaN)."""
+    weights = np.full(40, 1e50 / 40)
+    for criterion in ("gini", "entropy", "twoing", "gain_ratio", "misclassification"):
+        tree = DecisionTreeClassifier(criterion=criterion, random_state=0)
+        tree.fit(X, Y_CLASS, sample_weight=weights)
+        reference = DecisionTreeClassifier(criterion=criterion, random_state=0).fit(X, Y_CLASS)
+        np.testing.assert_array_equal(tree.predict(X), reference.predict(X))
+    boosted = GradientBoostingRegressor(n_estimators=3, min_samples_leaf=1)
+    prediction = boosted.fit(X, Y_REG, sample_weight=weights).predict(X)
+    assert np.all(np.isfinite(prediction)) and np.ptp(prediction) > 0
+
+
+@pytest.mark.parametrize("model", [
+    DecisionTreeRegressor(), DecisionTreeRegressor(criterion="friedman_mse"),
+    RandomForestRegressor(n_estimators=2), GradientBoostingRegressor(n_estimators=2),
+    GradientBoostingRegressor(n_estimators=2, loss="huber"),
+], ids=lambda m: type(m).__name__)
+def test_target_too_large(model):
+    """Item 9: targets around 1e154 gave a constant model (their squares overflow)."""
+    with pytest.raises(ValueError, match=r"y is too large for float64.*9\.\d+e\+153.*Rescale y"):
+        model.fit(X, Y_REG * 1e153)
+
+
+def test_large_target_that_fits_is_not_refused():
+    """Targets up to about 1e150 (for 40 samples) still fit: a fully grown tree
+    reproduces them; absolute error, which squares nothing, takes any finite y."""
+    large = DecisionTreeRegressor(random_state=0).fit(X, Y_REG * 1e148)
+    np.testing.assert_allclose(large.predict(X), Y_REG * 1e148)
+    absolute = DecisionTreeRegressor(criterion="absolute_error").fit(X, Y_REG * 1e200)
+    np.testing.assert_allclose(absolute.predict(X) / 1e200,
+                               DecisionTreeRegressor(criterion="absolute_error")
+                               .fit(X, Y_REG).predict(X))
+
+
+@pytest.mark.parametrize("model_class", [GradientBoostingRegressor, GradientBoostingClassifier])
+def test_boosting_warm_start_with_other_features(model_class):
+    """Item 9: warm_start with another number of features gave an internal broadcast
+    error; the model must also stay usable after the refusal."""
+    y = Y_REG if model_class is GradientBoostingRegressor else Y_CLASS
+    model = model_class(n_estimators=2, warm_start=True, min_samples_leaf=1).fit(X, y)
+    before = model.predict(X)
+    model.set_params(n_estimators=4)
+    with pytest.raises(ValueError, match="warm_start=True.*X has 5 features.*expecting 3"):
+        model.fit(np.c_[X, X[:, :2]], y)
+    np.testing.assert_array_equal(model.predict(X), before)
+    assert model.fit(X, y).n_iter_ == 4
+
+
+def test_y_shape_messages_are_shared():
+    """The y checks live once in silva._input: every estimator gives the same message."""
+    for model in (DecisionTreeClassifier(), ID3Classifier(),
+                  GradientBoostingClassifier(n_estimators=2), BaggingClassifier(n_estimators=2),
+                  AdaBoostClassifier(n_estimators=2)):
+        with pytest.raises(ValueError, match=r"y must have shape \(40,\), one label per row "
+                                             "of X: X has 40 samples but y has 39"):
+            model.fit(X, Y_CLASS[:39])
+        with pytest.raises(ValueError, match=r"y must have shape \(40,\), one-dimensional"):
+            model.fit(X, np.c_[Y_CLASS, Y_CLASS])
+        with pytest.raises(ValueError, match="requires y to be passed"):
+            model.fit(X, None)
+
+
+# ------------------------------------------- found by tests/test_fuzz_api.py (item 2)
+
+
+@pytest.mark.parametrize("model", [
+    DecisionTreeClassifier(criterion="twoing"), ID3Classifier(min_significance=0.05),
+    RandomForestClassifier(n_estimators=3, criterion="twoing"),
+], ids=lambda m: type(m).__name__)
+def test_tiny_total_weight(model):
+    """Weights of 1e-300 made twoing and the chi-square test divide by a product of
+    weight sums that underflowed to zero: a ZeroDivisionError from compiled code."""
+    with pytest.raises(ValueError, match=r"sample_weight sums to 4e-299.*at least 1e-50"):
+        model.fit(X, Y_CLASS, sample_weight=np.full(40, 1e-300))
+    with pytest.raises(ValueError, match=r"class_weight sums to .*outside \[1e-50, 1e\+50\]"):
+        DecisionTreeClassifier(class_weight={0: 1e-60, 1: 1e-60}).fit(X, Y_CLASS)
+
+
+@pytest.mark.parametrize("model", [
+    RandomForestClassifier(n_estimators=3, random_state=0),
+    ExtraTreesRegressor(n_estimators=3, bootstrap=True, random_state=0),
+    BaggingClassifier(n_estimators=3, random_state=0),
+    BaggingRegressor(n_estimators=3, random_state=0),
+], ids=lambda m: type(m).__name__)
+def test_bootstrap_of_zero_weight_samples_only(model):
+    """A bootstrap that drew only zero-weight samples gave a forest's tree probabilities
+    summing to zero (the forest's to less than one) and crashed a bagging member."""
+    two = np.array([[0.0], [1.0]])
+    y = np.array([0, 1])
+    with pytest.raises(ValueError, match="drew 2 samples, all of zero sample_weight"):
+        model.fit(two, y, sample_weight=np.array([1.0, 0.0]))
+
+
+def test_stacking_folds_name_cv():
+    """StackingClassifier on too few samples per class gave scikit-learn's splitter
+    error, which names n_splits, not the cv parameter."""
+    stack = StackingClassifier([("tree", DecisionTreeClassifier())], cv=2)
+    with pytest.raises(ValueError, match=r"cv=2 cannot split these 2 samples into folds"):
+        stack.fit(np.array([[0.0], [1.0]]), np.array([0, 1]))
+
+
+def test_bagging_checks_categorical_codes_on_every_row():
+    """A bad categorical code passed unnoticed when no member drew its row."""
+    codes = np.zeros((9, 1))
+    codes[5, 0] = -1.0
+    bag = BaggingClassifier(n_estimators=2, random_state=0, categorical_features=[0])
+    with pytest.raises(ValueError, match=r"categorical column 'feature 0' holds the value "
+                                         r"-1\.0"):
+        bag.fit(codes, np.arange(9) % 2)

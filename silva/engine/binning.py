@@ -15,8 +15,8 @@ Numeric features with at most ``max_bins`` distinct values are binned *exactly*:
 per distinct value, so splits fall exactly where CART (Breiman et al. 1984) and
 scikit-learn put theirs. Features with more distinct values
 get at most ``max_bins`` quantile bins. Categorical features must hold category codes,
-integers in ``[0, max_bins)``; the code is the bin. Missing values (NaN) of every feature
-share one extra bin, ``missing_bin_``, the largest code in use.
+integers ``>= 0``; the code is the bin (``max_bins`` does not limit categories). Missing
+values (NaN) of every feature share one extra bin, ``missing_bin_``, the largest code in use.
 """
 
 import numba as nb
@@ -605,9 +605,16 @@ class Binner:
         """
         n_features = X.shape[1]
         max_bins = self.max_bins
+        # A categorical feature has one bin per category, however many: max_bins limits
+        # the quantile bins of numeric features. The CART and boosting estimators keep
+        # codes below max_bins; ID3 bins numeric features into few bins and takes any
+        # number of categories, which then set the width of the per-bin arrays.
+        n_codes = [int(np.nanmax(X[:, f])) + 1 for f in np.flatnonzero(self.is_categorical)
+                   if not np.isnan(X[:, f]).all()]
+        width = max([max_bins, *n_codes])
         self.bin_thresholds_ = np.full((n_features, max(max_bins - 1, 1)), np.inf)
-        self.bin_lower_ = np.zeros((n_features, max_bins))
-        self.bin_upper_ = np.zeros((n_features, max_bins))
+        self.bin_lower_ = np.zeros((n_features, width))
+        self.bin_upper_ = np.zeros((n_features, width))
         self.n_value_bins_ = np.ones(n_features, dtype=np.int32)
         numeric = np.flatnonzero(~self.is_categorical).astype(np.int64)
         if numeric.size:
