@@ -9,12 +9,22 @@
     silva show MODEL [--depth N]
     silva demo [--plots DIR]
 
+(fit, predict and evaluate also take ``--bad-cells error|missing|text`` and
+``--verbose``.)
+
 DATA is a CSV file (read with pandas, or the csv module when pandas is absent) or a
-Parquet file (read with pyarrow). Models are looked up in :data:`MODELS`, a registry of
-``"module:Class"`` strings imported only when used, so an estimator appears on the
-command line as soon as its module exists. Errors (a missing column, an unreadable file,
-a file that is not a model, a bad parameter) print one line to stderr and exit with
-status 1; command-line usage errors exit with status 2.
+Parquet file (read with pyarrow). A CSV column that holds mostly numbers but some cells
+that are not (:func:`mostly_numbers`) is an error naming them, unless ``--bad-cells``
+says to read those cells as missing or the column as text; ``fit`` reports the column
+types it read on stdout (``--verbose``: a table of them, on stderr for predict and
+evaluate, whose stdout is their result).
+
+Models are looked up in :data:`MODELS`, a registry of ``"module:Class"`` strings
+imported only when used, so an estimator appears on the command line as soon as its
+module exists. Errors (a missing column, an unreadable file, a file that is not a
+model, a bad parameter, any ValueError or TypeError that the estimators raise on bad
+input) print one line to stderr and exit with status 1; command-line usage errors exit
+with status 2.
 
 The demo is driven by :data:`DEMO_ENTRIES`, a list of :class:`DemoEntry` records
 ``(dataset, name, factory)``; adding a model to the demo is a matter of appending an entry
@@ -605,6 +615,8 @@ class Table:
     names: list[str]
     frame: Any = None  # pandas DataFrame
     columns: dict[str, np.ndarray] | None = None
+    # "CSV" (column types inferred from the cells) or "Parquet" (types as stored).
+    source: str = "CSV"
 
     @property
     def n_rows(self) -> int:
@@ -626,6 +638,84 @@ class Table:
             return self.frame[name].to_numpy()
         return self.columns[name]
 
+    def _cells(self, name):
+        return self.frame[name] if self.frame is not None else self.columns[name]
+
+    def _set_numbers(self, name, values):
+        if self.frame is not None:
+            self.frame[name] = values
+        else:
+            self.columns[name] = values
+
+    def kind(self, name) -> str:
+        """What a column was read as: integer, float, bool, text, category, datetime."""
+        return column_kind(self._cells(name))
+
+    def n_missing(self, name) -> int:
+        cells = self._cells(name)
+        if self.frame is not None:
+            return int(cells.isna().sum())
+        if cells.dtype.kind == "f":
+            return int(np.isnan(cells).sum())
+        return int(sum(_is_missing_cell(cell) for cell in cells))
+
+    def check_cells(self, names, bad_cells="error") -> list[str]:
+        """Settle the type of each CSV column in ``names`` that was read as text but
+        holds mostly numbers (see :func:`mostly_numbers`); returns notes, one line each.
+
+        Such a column has cells that are not numbers (a stray ``?`` or ``n.a``) which
+        would silently turn it into a text, and so categorical, column. ``bad_cells``
+        says what to do: ``"error"`` raises a :class:`CLIError` naming the columns, rows
+        and cells; ``"missing"`` reads the column as numbers, those cells missing;
+        ``"text"`` keeps it as text. A column whose every cell is a number (padded with
+        spaces, say) is read as numbers, and Parquet columns keep their stored types.
+        """
+        if bad_cells not in BAD_CELLS:
+            raise CLIError(f"bad_cells must be one of {BAD_CELLS}; got {bad_cells!r}")
+        if self.source != "CSV":
+            return []
+        self.check_columns(names)
+        notes, problems, bad_of = [], [], {}
+        for name in names:
+            cells = self._cells(name)
+            if not _is_text(cells):
+                continue
+            values, bad = mostly_numbers(cells)
+            if values is None:
+                continue
+            n_bad = int(bad.sum())
+            if n_bad == 0:
+                self._set_numbers(name, values)
+                continue
+            listing = _bad_cell_listing(cells, bad)
+            if bad_cells == "error":
+                problems.append((name, n_bad, listing))
+                bad_of[name] = bad
+            elif bad_cells == "missing":
+                self._set_numbers(name, values)
+                notes.append(f"column {name!r}: {_cells_phrase(n_bad)} read as "
+                             f"missing: {listing}")
+            else:
+                notes.append(f"column {name!r} read as text (--bad-cells=text), though "
+                             f"all its cells but {listing} are numbers")
+        if problems:
+            name, n_bad, listing = problems[0]
+            if n_bad == 1:
+                row = int(np.flatnonzero(bad_of[name])[0])
+                cell = str(np.asarray(self._cells(name), dtype=object)[row])
+                found = f"row {row + 1} holds {cell!r}"
+            else:
+                found = f"{n_bad} of its cells are not numbers: {listing}"
+            message = (f"column {name!r} of {self.path} holds numbers, but {found}; fix "
+                       f"{'that cell' if n_bad == 1 else 'those cells'}, or pass "
+                       "--bad-cells=missing to read such cells as missing values "
+                       "(--bad-cells=text reads the column as text)")
+            if len(problems) > 1:
+                others = ", ".join(f"{n!r} ({_cells_phrase(k)})" for n, k, _ in problems[1:])
+                message += f"; so do column{'s' if len(problems) > 2 else ''} {others}"
+            raise CLIError(message)
+        return notes
+
     def features(self, names):
         """The columns ``names`` in that order: a DataFrame, or a float array."""
         self.check_columns(names)
@@ -646,12 +736,103 @@ def _pandas():
     return pandas
 
 
+# Cells read as missing values whatever the column (as pandas reads them), compared
+# after stripping spaces and lowering the case.
+MISSING_CELLS = frozenset({"", "na", "n/a", "nan", "-nan", "null", "none", "#n/a", "<na>"})
+# What to do with cells that are not numbers in a column of numbers (--bad-cells).
+BAD_CELLS = ("error", "missing", "text")
+# Cells named in a message about cells that are not numbers.
+SHOWN_BAD_CELLS = 5
+
+
+def _is_missing_cell(cell) -> bool:
+    if cell is None or (isinstance(cell, float) and np.isnan(cell)):
+        return True
+    return isinstance(cell, str) and cell.strip().lower() in MISSING_CELLS
+
+
 def _plain_column(values: list[str]) -> np.ndarray:
-    """Floats when every non-empty cell is a number (empty cells NaN), else strings."""
+    """Floats when every cell is a number or missing (then NaN), else the strings."""
     try:
-        return np.array([float(v) if v.strip() != "" else np.nan for v in values])
+        return np.array([np.nan if _is_missing_cell(v) else float(v) for v in values])
     except ValueError:
         return np.array(values, dtype=object)
+
+
+def _is_text(cells) -> bool:
+    dtype = cells.dtype
+    if dtype.kind in "OUS":
+        return True
+    pd = _pandas()
+    return pd is not None and isinstance(dtype, pd.StringDtype)
+
+
+def column_kind(cells) -> str:
+    """A column's type as read, in words: integer, float, bool, text, category,
+    datetime (or the dtype's name for anything else)."""
+    dtype = cells.dtype
+    if dtype.kind == "b":
+        return "bool"
+    if dtype.kind in "iu":
+        return "integer"
+    if dtype.kind == "f":
+        return "float"
+    if dtype.kind == "M":
+        return "datetime"
+    if getattr(dtype, "name", "") == "category":
+        return "category"
+    pd = _pandas()
+    if pd is not None and isinstance(dtype, pd.BooleanDtype):
+        return "bool"
+    if _is_text(cells):
+        return "text"
+    return str(dtype)
+
+
+def mostly_numbers(cells):
+    """``(values, bad)`` when most cells of a text column are numbers, else ``(None,
+    None)``.
+
+    "Mostly" means that more than half of the cells that are not missing (see
+    :data:`MISSING_CELLS`) read as numbers; a column of words, or of words with a few
+    numbers among them, stays text. ``values`` holds the numbers as floats (NaN for
+    missing cells and for the ``bad`` cells, those that are neither missing nor a
+    number).
+    """
+    raw = np.asarray(cells, dtype=object)
+    missing = np.array([_is_missing_cell(cell) for cell in raw], dtype=bool)
+    pd = _pandas()
+    if pd is not None:
+        # The parser pandas reads numeric CSV columns with, so that a column reads the
+        # same whether or not a stray cell made pandas keep it as text.
+        values = pd.to_numeric(pd.Series(np.where(missing, None, raw), dtype=object),
+                               errors="coerce").to_numpy(dtype=float)
+    else:
+        values = np.full(raw.shape[0], np.nan)
+        for i in np.flatnonzero(~missing):
+            try:
+                values[i] = float(raw[i])
+            except (TypeError, ValueError):
+                pass
+    bad = ~missing & np.isnan(values)
+    n_filled = int((~missing).sum())
+    if n_filled == 0 or 2 * int(bad.sum()) >= n_filled:
+        return None, None
+    return values, bad
+
+
+def _cells_phrase(n: int) -> str:
+    return "1 cell that is not a number" if n == 1 else f"{n} cells that are not numbers"
+
+
+def _bad_cell_listing(cells, bad) -> str:
+    """``row 18 ('n.a')`` or ``rows 18 ('n.a'), 40 ('?') and 2 more``: the cells marked
+    ``bad``, rows counted from 1 after the header."""
+    raw = np.asarray(cells, dtype=object)
+    rows = np.flatnonzero(bad)
+    shown = ", ".join(f"{i + 1} ({str(raw[i])!r})" for i in rows[:SHOWN_BAD_CELLS])
+    more = f" and {rows.size - SHOWN_BAD_CELLS} more" if rows.size > SHOWN_BAD_CELLS else ""
+    return f"row{'s' if rows.size > 1 else ''} {shown}{more}"
 
 
 def read_table(path: str) -> Table:
@@ -670,10 +851,11 @@ def read_table(path: str) -> Table:
             table = pq.read_table(path)
             if pd is not None:
                 frame = table.to_pandas()
-                return Table(path, [str(c) for c in frame.columns], frame=frame)
+                return Table(path, [str(c) for c in frame.columns], frame=frame,
+                             source="Parquet")
             columns = {name: table.column(name).to_numpy(zero_copy_only=False)
                        for name in table.column_names}
-            return Table(path, list(columns), columns=columns)
+            return Table(path, list(columns), columns=columns, source="Parquet")
         if pd is not None:
             frame = pd.read_csv(path)
             frame.columns = [str(c) for c in frame.columns]
@@ -724,15 +906,79 @@ def _load_model(path, allow_pickle=False):
     return model, (metadata.get("user") or {})
 
 
-def _model_features(model, info, table):
+def _feature_names(model, info):
     names = info.get("features")
     if names is None and getattr(model, "feature_names_in_", None) is not None:
         names = [str(n) for n in model.feature_names_in_]
     if names is None:
         raise CLIError("the model file does not record its feature columns; save it with "
                        "silva fit")
+    return names
+
+
+def _model_features(model, info, table):
+    names = _feature_names(model, info)
     table.check_columns(names, what="feature column")
     return table.features(names)
+
+
+def describe_columns(table, roles) -> str:
+    """A table of the columns of ``table``: name, type as read, missing cells, and the
+    role given in ``roles`` (``"not used"`` for the others)."""
+    rows = [[name, table.kind(name), str(table.n_missing(name)),
+             roles.get(name, "not used")] for name in table.names]
+    return _table(["column", "read as", "missing", "role"], rows, right={2})
+
+
+def summarize_columns(table) -> str:
+    """One line: rows, and columns by type as read, naming those that are not numbers."""
+    by_kind: dict[str, list[str]] = {}
+    for name in table.names:
+        by_kind.setdefault(table.kind(name), []).append(name)
+    parts = []
+    for kind, names in by_kind.items():
+        part = f"{len(names)} {kind}"
+        if kind not in ("integer", "float"):
+            shown = ", ".join(repr(n) for n in names[:5])
+            part += f" ({shown}{', ...' if len(names) > 5 else ''})"
+        parts.append(part)
+    return (f"read {table.path} ({table.source}): {table.n_rows} rows, {len(table.names)} "
+            f"columns: {', '.join(parts)}")
+
+
+def settle_columns(args, table, names, roles, report=None):
+    """Settle the types of the columns ``names`` (``--bad-cells``) and say what was read.
+
+    Notes on cells read as missing go to stderr, as warnings do. The summary line goes
+    to ``report`` when one is given (``fit``, whose stdout is a report) and, with
+    ``--verbose``, the column table too; ``predict`` and ``evaluate``, whose stdout is
+    their result, print both on stderr with ``--verbose`` only.
+    """
+    notes = table.check_cells(names, args.bad_cells)
+    if report is None and args.verbose:
+        report = sys.stderr
+    if report is not None:
+        print(summarize_columns(table), file=report)
+        if args.verbose:
+            print(describe_columns(table, roles), file=report)
+    for note in notes:
+        print(f"silva {args.command}: note: {note}", file=sys.stderr)
+
+
+def _check_target(y, name, table, purpose):
+    """A clear error when target cells are missing (every row needs one to ``purpose``)."""
+    y = np.asarray(y)
+    missing = np.isnan(y) if y.dtype.kind == "f" else \
+        np.array([_is_missing_cell(v) for v in y], dtype=bool)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        shown = ", ".join(str(i + 1) for i in rows[:SHOWN_BAD_CELLS])
+        more = f" and {rows.size - SHOWN_BAD_CELLS} more" if rows.size > SHOWN_BAD_CELLS \
+            else ""
+        raise CLIError(f"target column {name!r} of {table.path} is missing in "
+                       f"{rows.size} row{'s' if rows.size > 1 else ''} (row"
+                       f"{'s' if rows.size > 1 else ''} {shown}{more}); every row needs a "
+                       f"target to {purpose}: fill or drop those rows")
 
 
 def _predict(model, X, proba):
@@ -777,7 +1023,12 @@ def _construct(cls, task):
 
 def command_fit(args, out) -> int:
     table = read_table(args.data)
+    table.check_columns([args.target])
+    settle_columns(args, table, table.names,
+                   {name: "target" if name == args.target else "feature"
+                    for name in table.names}, report=out)
     y = table.column(args.target)
+    _check_target(y, args.target, table, "fit")
     task, reason = args.task, "--task"
     if task is None:
         task, reason = infer_task(y)
@@ -847,6 +1098,9 @@ def _write_csv(header, rows, file):
 def command_predict(args, out) -> int:
     model, info = _load_model(args.model, args.allow_pickle)
     table = read_table(args.data)
+    names = _feature_names(model, info)
+    table.check_columns(names, what="feature column")
+    settle_columns(args, table, names, dict.fromkeys(names, "feature"))
     X = _model_features(model, info, table)
     predicted = _predict(model, X, args.proba)
     if args.proba:
@@ -904,11 +1158,18 @@ def command_evaluate(args, out) -> int:
     target = args.target or info.get("target")
     if target is None:
         raise CLIError("give the target column with --target")
+    names = _feature_names(model, info)
+    table.check_columns([target])
+    table.check_columns(names, what="feature column")
+    roles = dict.fromkeys(names, "feature")
+    roles[target] = "target"
+    settle_columns(args, table, [*names, target] if target not in names else names, roles)
     y = table.column(target)
+    _check_target(y, target, table, "be scored")
     X = _model_features(model, info, table)
     try:
         rows = evaluation_metrics(model, X, y)
-    except ValueError as error:
+    except (ValueError, TypeError) as error:
         raise CLIError(f"cannot evaluate: {error}") from None
     print(f"{type(model).__name__} on {args.data} ({table.n_rows} rows, target "
           f"{target!r})", file=out)
@@ -988,6 +1249,17 @@ PICKLE_LOAD_HELP = ("load a model file that holds pickled non-silva parts; unpic
                     "run code, so only for files you trust")
 
 
+def _add_reading_options(parser):
+    parser.add_argument(
+        "--bad-cells", choices=BAD_CELLS, default="error",
+        help="a CSV column of numbers (more than half of its non-empty cells) with cells "
+             "that are not numbers: stop with an error naming them (error, the default), "
+             "read them as missing values (missing), or read the column as text (text)")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="print on stderr how each column was read: its type, its "
+                             "missing cells and its role")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="silva",
@@ -1017,6 +1289,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--out", required=True, metavar="MODEL", help="model file to write")
     fit.add_argument("--allow-pickle", action="store_true",
                      help=PICKLE_SAVE_HELP)
+    _add_reading_options(fit)
 
     predict = sub.add_parser(
         "predict", help="predict with a saved model",
@@ -1030,6 +1303,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.add_argument("--out", metavar="FILE", help="write here instead of stdout")
     predict.add_argument("--allow-pickle", action="store_true",
                      help=PICKLE_LOAD_HELP)
+    _add_reading_options(predict)
 
     evaluate = sub.add_parser(
         "evaluate", help="score a saved model on labelled data",
@@ -1042,6 +1316,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the true values (default: the target the model was fitted on)")
     evaluate.add_argument("--allow-pickle", action="store_true",
                      help=PICKLE_LOAD_HELP)
+    _add_reading_options(evaluate)
 
     show = sub.add_parser(
         "show", help="describe a saved model",
@@ -1100,6 +1375,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except ImportError as error:  # an optional dependency (matplotlib, pyarrow)
         print(f"silva {args.command}: error: {error}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError) as error:
+        # silva and scikit-learn report bad input this way; a user of the command line
+        # gets the message, not a traceback (its first line: the rest is detail).
+        message = str(error).strip().splitlines()[0] if str(error).strip() else \
+            type(error).__name__
+        print(f"silva {args.command}: error: {message}", file=sys.stderr)
         return 1
     except BrokenPipeError:
         # The reader went away (``silva predict ... | head``): stop quietly, as Unix tools

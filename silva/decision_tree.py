@@ -34,10 +34,10 @@ from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.grower import compiled_grower
 from silva.engine.pruning import (
     cost_complexity_path,
+    held_out_losses,
     path_n_leaves,
     prune_tree,
     reduced_error_prune,
-    subtree_losses,
 )
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
@@ -313,10 +313,13 @@ class BaseDecisionTree(BaseEstimator):
             folds = list(splitter.split(X, y))
         for train, test in folds:
             fold_tree = self._grow(X[train], y[train], sample_weight[train], *grow)
-            losses = subtree_losses(fold_tree, X[test], y[test], candidates, classification)
             w = sample_weight[test]
-            weighted_loss += w @ losses
-            weighted_square += w @ (losses * losses)
+            # Sums over the fold's samples for every candidate at once, in memory linear
+            # in the samples and candidates (no samples x candidates matrix).
+            loss_sums, square_sums = held_out_losses(fold_tree, X[test], y[test], w,
+                                                     candidates, classification)
+            weighted_loss += loss_sums
+            weighted_square += square_sums
             total_weight += w.sum()
             n_scored += test.size
         mean_error = weighted_loss / total_weight

@@ -508,3 +508,220 @@ def test_demo_covers_every_family():
         "GradientBoostingClassifier", "GradientBoostingRegressor", "AdaBoostClassifier",
         "AdaBoostRegressor", "VotingClassifier", "StackingClassifier", "StackingRegressor",
     }  # fmt: skip
+
+
+# ------------------------------------------------- what the CLI read (silva issue 22)
+
+
+@pytest.fixture(scope="module")
+def stray_cell(tmp_path_factory):
+    """Train and test CSVs where one numeric column decides the label: a clean copy, one
+    with a stray text cell in that column (data row 18), and the test file."""
+    pd = pytest.importorskip("pandas")
+    import numpy as np
+
+    rng = np.random.RandomState(1)
+    n = 800
+    frame = pd.DataFrame({"size": rng.rand(n).round(2), "noise": rng.rand(n).round(3),
+                          "shade": rng.choice(["dark", "light"], n)})
+    frame["label"] = np.where(frame["size"] > 0.5, "big", "small")
+    folder = tmp_path_factory.mktemp("stray")
+    train, test = frame.iloc[:600], frame.iloc[600:]
+    train.to_csv(folder / "clean.csv", index=False)
+    test.to_csv(folder / "test.csv", index=False)
+    stray = train.astype({"size": object})
+    stray.iloc[17, 0] = "oops"
+    stray.to_csv(folder / "stray.csv", index=False)
+    return folder
+
+
+def _accuracy(out):
+    return float(re.search(r"^accuracy\s+(\S+)$", out, re.M).group(1))
+
+
+def test_a_stray_text_cell_is_an_error_not_a_categorical_column(stray_cell, capsys,
+                                                                 tmp_path):
+    """Issue 22, item 7: one stray cell used to turn 'size' categorical without a word."""
+    from silva.persistence import load
+
+    folder = stray_cell
+    model = tmp_path / "m.silva"
+    code, out, err = run_cli(["fit", folder / "stray.csv", "--target", "label", "--out",
+                              model], capsys)
+    assert code == 1 and not model.exists()
+    assert err == (f"silva fit: error: column 'size' of {folder / 'stray.csv'} holds "
+                   "numbers, but row 18 holds 'oops'; fix that cell, or pass "
+                   "--bad-cells=missing to read such cells as missing values "
+                   "(--bad-cells=text reads the column as text)\n")
+
+    clean = tmp_path / "clean.silva"
+    assert run_cli(["fit", folder / "clean.csv", "--target", "label", "--out", clean],
+                   capsys)[0] == 0
+    code, out, err = run_cli(["fit", folder / "stray.csv", "--target", "label",
+                              "--bad-cells=missing", "--out", model], capsys)
+    assert code == 0, err
+    assert err == ("silva fit: note: column 'size': 1 cell that is not a number read as "
+                   "missing: row 18 ('oops')\n")
+    assert "3 features (1 categorical)" in out
+    assert load(model).is_categorical_.tolist() == [False, False, True]
+    scores = []
+    for path in (clean, model):
+        code, out, err = run_cli(["evaluate", path, folder / "test.csv"], capsys)
+        assert code == 0, err
+        scores.append(_accuracy(out))
+    assert scores[0] >= 0.98 and abs(scores[1] - scores[0]) <= 0.01, scores
+
+    # The former reading is there when asked for, and says so.
+    code, out, err = run_cli(["fit", folder / "stray.csv", "--target", "label",
+                              "--bad-cells=text", "--out", tmp_path / "text.silva"], capsys)
+    assert code == 0, err
+    assert "column 'size' read as text (--bad-cells=text), though all its cells but " \
+           "row 18 ('oops') are numbers" in err
+    assert load(tmp_path / "text.silva").is_categorical_.tolist() == [True, False, True]
+    code, out, err = run_cli(["evaluate", tmp_path / "text.silva", folder / "test.csv",
+                              "--bad-cells=text"], capsys)
+    # ... and shows why it is not the default: 'size' as categories of text does not
+    # carry over to the test file's numbers (the issue saw 0.99 drop to 0.42).
+    assert code == 0 and _accuracy(out) < scores[0] - 0.2
+
+
+def test_stray_cells_at_predict_and_in_unused_columns(stray_cell, capsys, tmp_path):
+    pd = pytest.importorskip("pandas")
+    folder = stray_cell
+    model = tmp_path / "m.silva"
+    assert run_cli(["fit", folder / "clean.csv", "--target", "label", "--param",
+                    "max_depth=3", "--out", model], capsys)[0] == 0
+    frame = pd.read_csv(folder / "test.csv").astype({"size": object, "noise": object})
+    for row in (4, 9, 11):
+        frame.iloc[row, 0] = "?"
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    code, out, err = run_cli(["predict", model, tmp_path / "bad.csv"], capsys)
+    assert code == 1 and out == ""
+    assert "column 'size' of" in err and "holds numbers, but 3 of its cells are not " \
+        "numbers: rows 5 ('?'), 10 ('?'), 12 ('?'); fix those cells" in err
+    code, out, err = run_cli(["predict", model, tmp_path / "bad.csv", "--bad-cells",
+                              "missing"], capsys)
+    assert code == 0 and len(out.splitlines()) == 201
+    assert "3 cells that are not numbers read as missing: rows 5 ('?')" in err
+    # A column the model does not use is not looked at.
+    frame = pd.read_csv(folder / "test.csv").drop(columns=["label"])
+    frame["comment"] = ["1"] * 199 + ["see notes"]
+    frame.to_csv(tmp_path / "extra.csv", index=False)
+    code, out, err = run_cli(["predict", model, tmp_path / "extra.csv"], capsys)
+    assert code == 0 and err == ""
+
+
+def test_mostly_numbers_rule():
+    import numpy as np
+
+    values, bad = cli.mostly_numbers(np.array(["1", " 2 ", "x", "", "NA", "1e3"],
+                                              dtype=object))
+    np.testing.assert_array_equal(values, [1, 2, np.nan, np.nan, np.nan, 1000])
+    assert bad.tolist() == [False, False, True, False, False, False]
+    # Words, or words with a few numbers among them, are a text column; a tie too.
+    assert cli.mostly_numbers(np.array(["red", "blue", "7"], dtype=object))[0] is None
+    assert cli.mostly_numbers(np.array(["S", "M", "10", "12"], dtype=object))[0] is None
+    assert cli.mostly_numbers(np.array(["", "NA"], dtype=object))[0] is None
+
+
+def test_a_genuine_text_column_stays_categorical(stray_cell, capsys, tmp_path):
+    pd = pytest.importorskip("pandas")
+    from silva.persistence import load
+
+    frame = pd.read_csv(stray_cell / "clean.csv")
+    # Mostly words, with a few numbers among them: a text column, read without a word.
+    frame["shade"] = frame["shade"].where(frame.index % 10 != 0, "42")
+    frame.to_csv(tmp_path / "words.csv", index=False)
+    code, out, err = run_cli(["fit", tmp_path / "words.csv", "--target", "label", "--out",
+                              tmp_path / "m.silva"], capsys)
+    assert code == 0 and err == ""
+    assert load(tmp_path / "m.silva").is_categorical_.tolist() == [False, False, True]
+    assert "2 text ('shade', 'label')" in out
+
+
+def test_fit_reports_the_column_types(data_dir, capsys, tmp_path):
+    folder, df = data_dir
+    code, out, err = run_cli(["fit", folder / "train.csv", "--target", "label", "--out",
+                              tmp_path / "m.silva"], capsys)
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == (f"read {folder / 'train.csv'} (CSV): 240 rows, 6 columns: "
+                                   "2 text ('color', 'label'), 2 float, 1 integer, "
+                                   "1 bool ('flag')")
+    code, out, err = run_cli(["fit", folder / "train.csv", "--target", "label", "--out",
+                              tmp_path / "m.silva", "--verbose"], capsys)
+    assert code == 0 and err == ""
+    table = out.splitlines()[1:9]
+    assert re.fullmatch(r"column\s+read as\s+missing\s+role", table[0])
+    assert re.fullmatch(r"x\s+float\s+27\s+feature", table[3])
+    assert re.fullmatch(r"label\s+text\s+0\s+target", table[6])
+    assert re.fullmatch(r"price\s+float\s+0\s+feature", table[7])
+    # Parquet columns keep their stored types, and say where they came from.
+    code, out, _ = run_cli(["fit", folder / "train.parquet", "--target", "label", "--out",
+                            tmp_path / "m.silva"], capsys)
+    assert code == 0 and "train.parquet (Parquet): 240 rows" in out.splitlines()[0]
+
+
+def test_predict_stdout_stays_csv_with_verbose(data_dir, capsys, tmp_path):
+    folder, df = data_dir
+    model = tmp_path / "m.silva"
+    assert run_cli(["fit", folder / "train.csv", "--target", "label", "--out", model],
+                   capsys)[0] == 0
+    code, out, err = run_cli(["predict", model, folder / "train.csv", "-v"], capsys)
+    assert code == 0
+    assert out.splitlines()[0] == "prediction" and len(out.splitlines()) == len(df) + 1
+    assert err.startswith(f"read {folder / 'train.csv'} (CSV)")
+    assert re.search(r"^label\s+text\s+0\s+not used$", err, re.M)
+    assert run_cli(["predict", model, folder / "train.csv"], capsys)[2] == ""
+
+
+def test_missing_labels_are_a_clean_error(data_dir, capsys, tmp_path):
+    """Issue 22, item 7: a missing label among string labels gave a traceback."""
+    folder, df = data_dir
+    model = tmp_path / "m.silva"
+    assert run_cli(["fit", folder / "train.csv", "--target", "label", "--out", model],
+                   capsys)[0] == 0
+    holes = df.copy()
+    holes.loc[[3, 7], "label"] = None
+    holes.to_csv(tmp_path / "holes.csv", index=False)
+    code, out, err = run_cli(["evaluate", model, tmp_path / "holes.csv"], capsys)
+    assert code == 1 and out == ""
+    assert err == (f"silva evaluate: error: target column 'label' of {tmp_path / 'holes.csv'}"
+                   " is missing in 2 rows (rows 4, 8); every row needs a target to be "
+                   "scored: fill or drop those rows\n")
+    code, _, err = run_cli(["fit", tmp_path / "holes.csv", "--target", "label", "--out",
+                            model], capsys)
+    assert code == 1 and "is missing in 2 rows (rows 4, 8); every row needs a target to " \
+        "fit" in err
+    # And in a fresh process: one line, no traceback.
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run(
+        [sys.executable, "-m", "silva.cli", "evaluate", str(model), str(tmp_path / "holes.csv")],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "Traceback" not in result.stderr and "is missing in 2 rows" in result.stderr
+
+
+def test_value_and_type_errors_are_one_line(capsys, monkeypatch):
+    """Bad input that silva or scikit-learn rejects reaches the user as one line."""
+    def failing(args, out):
+        raise TypeError("'<' not supported between instances of 'float' and 'str'\ndetail")
+
+    monkeypatch.setitem(cli.COMMANDS, "show", failing)
+    assert cli.main(["show", "m.silva"]) == 1
+    assert capsys.readouterr().err == ("silva show: error: '<' not supported between "
+                                       "instances of 'float' and 'str'\n")
+
+
+def test_stray_cells_without_pandas(stray_cell, capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(cli, "_pandas", lambda: None)
+    path = tmp_path / "plain.silva"
+    # Text columns need pandas, so keep the two numeric columns of the file.
+    lines = (stray_cell / "stray.csv").read_text().splitlines()
+    numeric = [",".join(line.split(",")[:2]) for line in lines]
+    (tmp_path / "numeric.csv").write_text("\n".join(numeric) + "\n")
+    fit = ["fit", tmp_path / "numeric.csv", "--target", "noise"]
+    code, _, err = run_cli([*fit, "--out", path], capsys)
+    assert code == 1 and "column 'size' of" in err and "row 18 holds 'oops'" in err
+    code, out, err = run_cli([*fit, "--bad-cells=missing", "--out", path], capsys)
+    assert code == 0 and "read as missing: row 18 ('oops')" in err
+    assert "(CSV): 600 rows, 2 columns: 2 float" in out
