@@ -1328,6 +1328,16 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--allow-pickle", action="store_true",
                      help=PICKLE_LOAD_HELP)
 
+    compile_ = sub.add_parser(
+        "compile", help="compile silva's kernels ahead of time (for images, CI, labs)",
+        description="Fit each chosen estimator on a few rows in parallel worker processes, "
+                    "so that numba's on-disk cache holds its compiled kernels and later "
+                    "first fits on this machine start at once (see silva.compile).")
+    compile_.add_argument("estimators", nargs="*", metavar="ESTIMATOR",
+                          help="estimator class names (default: all of them)")
+    compile_.add_argument("--jobs", type=_non_negative_int, metavar="N",
+                          help="worker processes (default: the number of CPUs)")
+
     demo = sub.add_parser(
         "demo",
         help="train silva's models on datasets shipped with scikit-learn and print a summary",
@@ -1356,8 +1366,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_compile(args, out):
+    """``silva compile``: :func:`silva.compile` with its timings on ``out``."""
+    from silva._warmup import compile as compile_kernels
+
+    start = time.perf_counter()
+    compile_kernels(args.estimators or None, n_jobs=args.jobs or None, verbose=True)
+    print(f"compiled in {time.perf_counter() - start:.1f} s; later first fits on this "
+          "machine load the cache", file=out)
+    return 0
+
+
 COMMANDS = {"fit": command_fit, "predict": command_predict, "evaluate": command_evaluate,
-            "show": command_show}
+            "show": command_show, "compile": command_compile}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

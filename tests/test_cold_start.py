@@ -168,3 +168,10 @@ def test_compile_fills_the_cache_for_later_processes(tmp_path):
     """, tmp_path)
     assert "silva: compiling" not in later.stderr
 
+
+
+def test_cli_compile_names_an_unknown_estimator(capsys):
+    from silva.cli import main
+
+    assert main(["compile", "DecisionTree"]) == 1
+    assert "unknown estimator(s) ['DecisionTree']" in capsys.readouterr().err
