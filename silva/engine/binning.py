@@ -352,7 +352,7 @@ def _quantile_walk(starts, flags, first, n_first, buffer, cursor, n_present, f, 
     Returns False, unfinished, at the first rank whose bucket was not copied.
     """
     cursor[0] = 0
-    key, end, found = _rank_key(starts, flags, first, n_first, buffer, cursor, np.int64(0))
+    key, end, found = _rank_key(starts, flags, first, n_first, buffer, cursor, 0)
     if not found:
         return False
     lower[f, 0] = _key_value(key, negative_zero, cell)
@@ -470,7 +470,9 @@ def _fit_numeric_bins(X, numeric_features, max_bins, thresholds, lower, upper,
     wait for the threads to be scheduled.
     """
     n_samples = X.shape[0]
+    n_features = numeric_features.shape[0]
     n_threads = buffers.shape[0]
+    per_thread = keys.shape[0] // n_threads
     table_size = 1
     while table_size <= 2 * min(max_bins, n_samples):
         table_size *= 2
@@ -479,62 +481,45 @@ def _fit_numeric_bins(X, numeric_features, max_bins, thresholds, lower, upper,
     # n_samples + step (its sampling step).
     step = n_samples // _TOP_SAMPLE + 1
     max_buckets = (1 << _TOP_BITS) + 2 * (n_samples + step) // _BUCKET_KEYS + 1
-    for t in nb.prange(n_threads):
-        _fit_thread_share(X, numeric_features, max_bins, thresholds, lower, upper,
-                          n_value_bins, keys, buffers, t, table_size, max_buckets)
-
-
-@nb.njit(cache=True)
-def _fit_thread_share(X, numeric_features, max_bins, thresholds, lower, upper, n_value_bins,
-                      keys, buffers, t, table_size, max_buckets):
-    """Thread ``t``'s share of :func:`_fit_numeric_bins`.
-
-    A function of its own rather than the body of the parallel loop: numba's parallel
-    passes take time that grows fast with the size of a loop body, and this body alone
-    cost seconds of every cold first fit.
-    """
-    n_samples = X.shape[0]
-    n_features = numeric_features.shape[0]
-    n_threads = buffers.shape[0]
-    per_thread = keys.shape[0] // n_threads
     as_float = keys.view(np.float64)
-    table = np.empty(table_size, dtype=np.uint64)
-    route = np.empty((4, 1 << _TOP_BITS), dtype=np.int64)
-    starts = np.empty(max_buckets + 1, dtype=np.int64)
-    fill = np.empty(max_buckets, dtype=np.int64)
-    flags = np.empty(max_buckets, dtype=np.uint8)
-    first = np.empty(max_buckets, dtype=np.uint64)
-    n_first = np.empty(max_buckets, dtype=np.int64)
-    cursor = np.empty(2, dtype=np.int64)
-    radix_counts = np.empty((8, 256), dtype=np.int64)
-    cell = np.empty(1, dtype=np.uint64)
-    share_start = t * n_features // n_threads
-    share_stop = (t + 1) * n_features // n_threads
-    n_groups = (share_stop - share_start + per_thread - 1) // per_thread
-    for group in range(n_groups):
-        group_start = share_start + group * (share_stop - share_start) // n_groups
-        group_stop = share_start + (group + 1) * (share_stop - share_start) // n_groups
-        size = group_stop - group_start
-        rows = as_float[t * per_thread:t * per_thread + size]
-        if size >= 8:
-            # Row by row: the loop over the group's features vectorises...
-            for i in range(n_samples):
-                for g in range(size):
-                    rows[g, i] = X[i, numeric_features[group_start + g]]
-        else:
-            # ...but with fewer than 8 features it does not, and is twice as slow as
-            # column by column over blocks of rows that stay in cache.
-            for start in range(0, n_samples, _BLOCK_ROWS):
-                stop = min(start + _BLOCK_ROWS, n_samples)
-                for g in range(size):
-                    f = numeric_features[group_start + g]
-                    for i in range(start, stop):
-                        rows[g, i] = X[i, f]
-        for g in range(size):
-            _feature_bins(keys[t * per_thread + g], numeric_features[group_start + g],
-                          max_bins, thresholds, lower, upper, n_value_bins,
-                          buffers[t], table, route, starts, flags, fill, first,
-                          n_first, cursor, radix_counts, cell)
+    for t in nb.prange(n_threads):
+        table = np.empty(table_size, dtype=np.uint64)
+        route = np.empty((4, 1 << _TOP_BITS), dtype=np.int64)
+        starts = np.empty(max_buckets + 1, dtype=np.int64)
+        fill = np.empty(max_buckets, dtype=np.int64)
+        flags = np.empty(max_buckets, dtype=np.uint8)
+        first = np.empty(max_buckets, dtype=np.uint64)
+        n_first = np.empty(max_buckets, dtype=np.int64)
+        cursor = np.empty(2, dtype=np.int64)
+        radix_counts = np.empty((8, 256), dtype=np.int64)
+        cell = np.empty(1, dtype=np.uint64)
+        share_start = t * n_features // n_threads
+        share_stop = (t + 1) * n_features // n_threads
+        n_groups = (share_stop - share_start + per_thread - 1) // per_thread
+        for group in range(n_groups):
+            group_start = share_start + group * (share_stop - share_start) // n_groups
+            group_stop = share_start + (group + 1) * (share_stop - share_start) // n_groups
+            size = group_stop - group_start
+            rows = as_float[t * per_thread:t * per_thread + size]
+            if size >= 8:
+                # Row by row: the loop over the group's features vectorises...
+                for i in range(n_samples):
+                    for g in range(size):
+                        rows[g, i] = X[i, numeric_features[group_start + g]]
+            else:
+                # ...but with fewer than 8 features it does not, and is twice as slow as
+                # column by column over blocks of rows that stay in cache.
+                for start in range(0, n_samples, _BLOCK_ROWS):
+                    stop = min(start + _BLOCK_ROWS, n_samples)
+                    for g in range(size):
+                        f = numeric_features[group_start + g]
+                        for i in range(start, stop):
+                            rows[g, i] = X[i, f]
+            for g in range(size):
+                _feature_bins(keys[t * per_thread + g], numeric_features[group_start + g],
+                              max_bins, thresholds, lower, upper, n_value_bins,
+                              buffers[t], table, route, starts, flags, fill, first,
+                              n_first, cursor, radix_counts, cell)
 
 
 @nb.njit(cache=True, parallel=True)
