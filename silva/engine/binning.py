@@ -352,7 +352,8 @@ def _quantile_walk(starts, flags, first, n_first, buffer, cursor, n_present, f, 
     Returns False, unfinished, at the first rank whose bucket was not copied.
     """
     cursor[0] = 0
-    key, end, found = _rank_key(starts, flags, first, n_first, buffer, cursor, 0)
+    # np.int64(0), not 0: numba compiles a callee apart for each literal argument.
+    key, end, found = _rank_key(starts, flags, first, n_first, buffer, cursor, np.int64(0))
     if not found:
         return False
     lower[f, 0] = _key_value(key, negative_zero, cell)
