@@ -379,11 +379,12 @@ def check_multiway_tree(tree, where, context):
             _fail(f"{where}.bin_edges", f"node {node}: no bin edges for feature "
                   f"{feature[node]}")
         used = n_edges[fi]
-        bad = (used < 0) | (used > edges.shape[1]) | (count[interval_split] < used + 1)
+        # One branch per interval: the walk takes branch "number of edges below x".
+        bad = (used < 0) | (used > edges.shape[1]) | (count[interval_split] != used + 1)
         if bad.any():
             node = internal[interval_split][_first(bad)]
             _fail(where, f"node {node}: feature {feature[node]} has {n_edges[feature[node]]}"
-                  f" bin edges, which need {n_edges[feature[node]] + 1} branches (has "
+                  f" bin edges, which make {n_edges[feature[node]] + 1} branches (has "
                   f"{n_branches[node]}) and at most {edges.shape[1]} edges")
         for j in np.unique(fi):
             row = edges[j, :n_edges[j]]
@@ -555,12 +556,13 @@ def check_estimator(owner, where, context):
     features and classes, the classes, feature names and the category encoder."""
     state = vars(owner)
     n_features = _int(state["n_features_in_"], f"{where}.n_features_in_", 1)
-    if "n_classes_" in state:
-        n_classes = _int(state["n_classes_"], f"{where}.n_classes_", 1)
+    if "classes_" in state or "n_classes_" in state:
         classes = state.get("classes_")
-        if not isinstance(classes, np.ndarray) or classes.shape != (n_classes,):
-            _fail(f"{where}.classes_", f"expected an array of n_classes_ = {n_classes} "
-                  "classes")
+        if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size == 0:
+            _fail(f"{where}.classes_", "expected a non-empty 1-d array of classes")
+        if "n_classes_" in state:
+            _int(state["n_classes_"], f"{where}.n_classes_", classes.shape[0],
+                 classes.shape[0])
     names = state.get("feature_names_in_")
     if names is not None and (not isinstance(names, np.ndarray)
                               or names.shape != (n_features,)):
@@ -576,10 +578,86 @@ def check_estimator(owner, where, context):
                 and c.ndim == 1 for j, c in categories.items()):
             _fail(f"{where}._encoder.categories_", "expected a dict of column positions "
                   f"in [0, {n_features}) to arrays of categories")
+    if _members_learn_class_codes(owner):
+        _check_member_classes(owner, where)
+    if _is_meta_ensemble(owner):
+        _check_member_features(owner, where, context)
     if _is_boosting(owner) and "_packed" in state:
         _check_boosting(owner, where, context)
     if _is_forest(owner) and "_packed" in state:
         _check_forest(owner, where, context)
+
+
+def _is_meta_ensemble(owner):
+    """Ensembles of whole estimators (bagging, AdaBoost, voting, stacking)."""
+    from silva.adaboost import _BaseAdaBoost
+    from silva.bagging import BaseBagging
+    from silva.stacking import _BaseStacking
+    from silva.voting import _BaseVoting
+
+    return isinstance(owner, _BaseAdaBoost | BaseBagging | _BaseStacking | _BaseVoting)
+
+
+def _check_member_features(owner, where, context):
+    """Members see the ensemble's columns, or for bagging the columns it drew for them
+    (``estimators_features_``, which must lie within the ensemble's)."""
+    state = vars(owner)
+    n_features = state["n_features_in_"]
+    members = state.get("estimators_")
+    if not isinstance(members, list | tuple):
+        return
+    subsets = state.get("estimators_features_")
+    if subsets is not None and (not isinstance(subsets, list | tuple)
+                                or len(subsets) != len(members)):
+        _fail(f"{where}.estimators_features_", f"expected one column subset for each of the "
+              f"{len(members)} members")
+    for i, member in enumerate(members):
+        expected = n_features
+        if subsets is not None:
+            columns = subsets[i]
+            if not isinstance(columns, np.ndarray) or columns.ndim != 1 or \
+                    columns.dtype.kind not in "iu" or np.any(
+                    (columns < 0) | (columns >= n_features)):
+                _fail(f"{where}.estimators_features_[{i}]", f"expected column indices in "
+                      f"[0, {n_features})")
+            expected = columns.shape[0]
+        member_features = vars(member).get("n_features_in_") if hasattr(
+            member, "__dict__") else None
+        if member_features is not None and member_features != expected:
+            _fail(f"{where}.estimators_[{i}]", f"n_features_in_ = {member_features}, but "
+                  f"it is given {expected} columns")
+
+
+def _members_learn_class_codes(owner):
+    """Classifier ensembles whose members are fitted on class codes ``0..K-1``."""
+    from silva.adaboost import AdaBoostClassifier
+    from silva.bagging import BaggingClassifier
+    from silva.stacking import StackingClassifier
+    from silva.voting import VotingClassifier
+
+    return isinstance(owner, AdaBoostClassifier | BaggingClassifier | StackingClassifier
+                      | VotingClassifier)
+
+
+def _check_member_classes(owner, where):
+    """The ensemble indexes its class columns with its members' classes: they must be
+    codes of its own classes."""
+    state = vars(owner)
+    n_classes = len(state.get("classes_", ()))
+    members = state.get("estimators_")
+    members = list(members) if isinstance(members, list | tuple) else []
+    members.append(state.get("final_estimator_"))
+    for i, member in enumerate(members):
+        classes = getattr(member, "classes_", None) if hasattr(member, "__dict__") else None
+        if classes is None:
+            continue
+        name = f"{where}.estimators_[{i}]" if i < len(members) - 1 else \
+            f"{where}.final_estimator_"
+        classes = np.asarray(classes)
+        if classes.dtype.kind not in "iu" or classes.ndim != 1 or np.any(
+                (classes < 0) | (classes >= n_classes)):
+            _fail(f"{name}.classes_", f"expected class codes in [0, {n_classes}) of the "
+                  "ensemble's classes")
 
 
 def _packing(owner, where):
