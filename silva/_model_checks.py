@@ -36,7 +36,7 @@ tree the format can express (other thresholds, other leaf values).
 
 from __future__ import annotations
 
-import inspect
+import functools
 import numbers
 import types
 
@@ -109,7 +109,8 @@ def _fail(where, message):
 
 def _int(value, where, low=None, high=None):
     """``value`` as an int (bools refused), within ``[low, high]`` when given."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Integral):
+    if type(value) is not int and (isinstance(value, bool | np.bool_)
+                                   or not isinstance(value, numbers.Integral)):
         _fail(where, f"expected an integer, got {type(value).__name__}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
@@ -123,14 +124,14 @@ def _array(value, where, dtype, ndim, context, length=None):
     ``length`` when given): the types the compiled kernels are built for."""
     if not isinstance(value, np.ndarray):
         _fail(where, f"expected a numpy array, got {type(value).__name__}")
-    member = context.describe(value)
     if value.dtype != dtype or value.ndim != ndim:
-        _fail(where + member, f"expected a {ndim}-d array of {dtype}, got a {value.ndim}-d "
-              f"array of {value.dtype}")
+        _fail(where + context.describe(value), f"expected a {ndim}-d array of {dtype}, got "
+              f"a {value.ndim}-d array of {value.dtype}")
     if not value.flags.c_contiguous:
-        _fail(where + member, "expected a C-contiguous array")
+        _fail(where + context.describe(value), "expected a C-contiguous array")
     if length is not None and value.shape[0] != length:
-        _fail(where + member, f"has {value.shape[0]} entries, expected {length}")
+        _fail(where + context.describe(value), f"has {value.shape[0]} entries, expected "
+              f"{length}")
     return value
 
 
@@ -531,16 +532,41 @@ def check_view(view, where, context):
 # ------------------------------------------------------------------ estimators
 
 
-def _is_boosting(owner):
+@functools.cache
+def _kind_of(cls):
+    """Which of the estimator families with special checks ``cls`` belongs to."""
+    from silva.adaboost import AdaBoostClassifier, _BaseAdaBoost
+    from silva.bagging import BaggingClassifier, BaseBagging
     from silva.boosting import BaseGradientBoosting
+    from silva.forest import BaseForest
+    from silva.stacking import StackingClassifier, _BaseStacking
+    from silva.voting import VotingClassifier, _BaseVoting
 
-    return isinstance(owner, BaseGradientBoosting)
+    return {
+        "boosting": issubclass(cls, BaseGradientBoosting),
+        "forest": issubclass(cls, BaseForest),
+        # ensembles of whole estimators, and those whose members learn class codes
+        "meta": issubclass(cls, _BaseAdaBoost | BaseBagging | _BaseStacking | _BaseVoting),
+        "class_codes": issubclass(cls, AdaBoostClassifier | BaggingClassifier
+                                  | StackingClassifier | VotingClassifier),
+    }
+
+
+def _is_boosting(owner):
+    return _kind_of(type(owner))["boosting"]
 
 
 def _is_forest(owner):
-    from silva.forest import BaseForest
+    return _kind_of(type(owner))["forest"]
 
-    return isinstance(owner, BaseForest)
+
+def _is_meta_ensemble(owner):
+    return _kind_of(type(owner))["meta"]
+
+
+def _members_learn_class_codes(owner):
+    """Classifier ensembles whose members are fitted on class codes ``0..K-1``."""
+    return _kind_of(type(owner))["class_codes"]
 
 
 def _expected_values(owner):
@@ -588,16 +614,6 @@ def check_estimator(owner, where, context):
         _check_forest(owner, where, context)
 
 
-def _is_meta_ensemble(owner):
-    """Ensembles of whole estimators (bagging, AdaBoost, voting, stacking)."""
-    from silva.adaboost import _BaseAdaBoost
-    from silva.bagging import BaseBagging
-    from silva.stacking import _BaseStacking
-    from silva.voting import _BaseVoting
-
-    return isinstance(owner, _BaseAdaBoost | BaseBagging | _BaseStacking | _BaseVoting)
-
-
 def _check_member_features(owner, where, context):
     """Members see the ensemble's columns, or for bagging the columns it drew for them
     (``estimators_features_``, which must lie within the ensemble's)."""
@@ -626,17 +642,6 @@ def _check_member_features(owner, where, context):
         if member_features is not None and member_features != expected:
             _fail(f"{where}.estimators_[{i}]", f"n_features_in_ = {member_features}, but "
                   f"it is given {expected} columns")
-
-
-def _members_learn_class_codes(owner):
-    """Classifier ensembles whose members are fitted on class codes ``0..K-1``."""
-    from silva.adaboost import AdaBoostClassifier
-    from silva.bagging import BaggingClassifier
-    from silva.stacking import StackingClassifier
-    from silva.voting import VotingClassifier
-
-    return isinstance(owner, AdaBoostClassifier | BaggingClassifier | StackingClassifier
-                      | VotingClassifier)
 
 
 def _check_member_classes(owner, where):
@@ -745,12 +750,19 @@ def _check_owner(tree_shape, owner, where, owner_where):
 # ------------------------------------------------------------------ the object graph
 
 
-def _is_method_like(cls, name):
-    try:
-        attribute = inspect.getattr_static(cls, name)
-    except AttributeError:
-        return False
-    return isinstance(attribute, types.FunctionType | staticmethod | classmethod | property)
+@functools.cache
+def _methods_and_properties(cls):
+    """Names under which ``cls`` (through its MRO) defines a function or property."""
+    names, seen = set(), set()
+    for klass in cls.__mro__:
+        for name, attribute in vars(klass).items():
+            if name in seen:
+                continue
+            seen.add(name)
+            if isinstance(attribute, types.FunctionType | staticmethod | classmethod
+                          | property):
+                names.add(name)
+    return frozenset(names)
 
 
 def check_state_keys(cls, state, where):
@@ -759,7 +771,7 @@ def check_state_keys(cls, state, where):
     for key in state:
         if not isinstance(key, str) or not key.isidentifier() or key.startswith("__"):
             _fail(where, f"attribute name {key!r} is not allowed")
-        if _is_method_like(cls, key):
+        if key in _methods_and_properties(cls):
             _fail(where, f"attribute {key!r} would hide {cls.__name__}.{key}")
 
 
