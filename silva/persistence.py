@@ -318,6 +318,7 @@ class _Decoder:
         self.read_member = read_member
         self.allow_pickle = allow_pickle
         self.objects: dict[int, Any] = {}
+        self.used_members: set[str] = set()
         # Which member each loaded array came from, for messages.
         self.array_members: dict[int, str] = {}
         self.context = CheckContext(describe=self._describe, walk_into=self._walk_into)
@@ -329,6 +330,16 @@ class _Decoder:
     @staticmethod
     def _walk_into(obj):
         return _generic_class(type(obj))
+
+    def _take_member(self, name, where):
+        """Member ``name``, which no other value may use: silva stores each array once
+        (shared ones by reference), and a member decoded many times would multiply its
+        size past the limit on decompressed bytes."""
+        if name in self.used_members:
+            raise ModelFileError(f"malformed model file: member {name!r} is used twice (at "
+                                 f"{where}).")
+        self.used_members.add(name)
+        return self.read_member(name)
 
     def _register(self, identity, obj, where):
         if type(identity) is not int or identity in self.objects:
@@ -397,7 +408,7 @@ class _Decoder:
                                      f"{where}.") from None
         if tag == "ndarray":
             member = _text(value["member"])
-            data = self.read_member(member)
+            data = self._take_member(member, where)
             try:
                 array = np.load(io.BytesIO(data), allow_pickle=False)
             except ValueError as error:
@@ -457,7 +468,7 @@ class _Decoder:
             if not self.allow_pickle:  # checked up front by load(); kept as a safeguard
                 raise ModelFileError(f"{where} is pickled; pass allow_pickle=True to load "
                                      "it.")
-            obj = pickle.loads(self.read_member(_text(value["member"])))  # noqa: S301
+            obj = pickle.loads(self._take_member(_text(value["member"]), where))  # noqa: S301
             self._register(value["id"], obj, where)
             return obj
         raise ModelFileError(f"malformed model file: unknown tag {tag!r} at {where}.")
@@ -880,6 +891,9 @@ def load(path, *, allow_pickle=False, max_uncompressed_size=None):
     try:
         model = decoder.decode(document["root"], "model")
         check_model(model, decoder.context)
+        unused = set(archive.data) - decoder.used_members - {MODEL_JSON}
+        if unused:
+            raise ModelFileError(f"members {sorted(unused)} are not part of the model.")
     except ModelFileError as error:
         raise ValueError(f"{archive.name!s} is malformed or was modified: {error}") from None
     except MemoryError:
