@@ -564,6 +564,29 @@ def _is_meta_ensemble(owner):
     return _kind_of(type(owner))["meta"]
 
 
+def _check_bagging_draws(state, n_members, where):
+    """``_fit_signature`` (rows, columns at fit), ``_draw_sizes`` (rows and columns per
+    member) and one seed per member; returns the columns per member."""
+    signature, sizes, seeds = (state.get("_fit_signature"), state.get("_draw_sizes"),
+                               state.get("_seeds"))
+    if not (isinstance(signature, tuple) and len(signature) == 2
+            and isinstance(sizes, tuple) and len(sizes) == 2):
+        _fail(where, "expected _fit_signature and _draw_sizes as pairs of integers")
+    _int(signature[0], f"{where}._fit_signature[0]", 1)
+    _int(signature[1], f"{where}._fit_signature[1]", state["n_features_in_"],
+         state["n_features_in_"])
+    _int(sizes[0], f"{where}._draw_sizes[0]", 1)
+    columns = _int(sizes[1], f"{where}._draw_sizes[1]", 1)
+    if not state.get("bootstrap_features") and columns > state["n_features_in_"]:
+        _fail(f"{where}._draw_sizes[1]", f"draws {columns} of {state['n_features_in_']} "
+              "columns without replacement")
+    if not isinstance(seeds, list) or len(seeds) != n_members:
+        _fail(f"{where}._seeds", f"expected one seed for each of the {n_members} members")
+    for i, seed in enumerate(seeds):
+        _int(seed, f"{where}._seeds[{i}]", 0, 2 ** 32 - 1)
+    return columns
+
+
 def _members_learn_class_codes(owner):
     """Classifier ensembles whose members are fitted on class codes ``0..K-1``."""
     return _kind_of(type(owner))["class_codes"]
@@ -627,8 +650,12 @@ def _check_member_features(owner, where, context):
                                 or len(subsets) != len(members)):
         _fail(f"{where}.estimators_features_", f"expected one column subset for each of the "
               f"{len(members)} members")
+    drawn = n_features
+    if "_draw_sizes" in state:
+        # silva's bagging redraws each member's columns from its seed and these sizes.
+        drawn = _check_bagging_draws(state, len(members), where)
     for i, member in enumerate(members):
-        expected = n_features
+        expected = drawn
         if subsets is not None:
             columns = subsets[i]
             if not isinstance(columns, np.ndarray) or columns.ndim != 1 or \
