@@ -356,7 +356,8 @@ def check_multiway_tree(tree, where, context):
     bad = (count < 1) | (start < 0) | (start > child.shape[0] - count)
     if bad.any():
         node = internal[_first(bad)]
-        _fail(where, f"node {node}: branches {first[node]}..{first[node] + n_branches[node]}"
+        _fail(where, f"node {node}: branches {first[node]}.."
+              f"{int(first[node]) + int(n_branches[node])}"
               f" are outside the {child.shape[0]} branch entries")
     # Each inner node's branches are its own entries: their ranges follow node order
     # without overlapping, which also bounds the total by the number of entries.
@@ -381,11 +382,12 @@ def check_multiway_tree(tree, where, context):
                   f"{feature[node]}")
         used = n_edges[fi]
         # One branch per interval: the walk takes branch "number of edges below x".
-        bad = (used < 0) | (used > edges.shape[1]) | (count[interval_split] != used + 1)
+        bad = (used < 0) | (used > edges.shape[1])
+        bad |= ~bad & (count[interval_split] != used + 1)
         if bad.any():
             node = internal[interval_split][_first(bad)]
             _fail(where, f"node {node}: feature {feature[node]} has {n_edges[feature[node]]}"
-                  f" bin edges, which make {n_edges[feature[node]] + 1} branches (has "
+                  f" bin edges, which make {int(n_edges[feature[node]]) + 1} branches (has "
                   f"{n_branches[node]}) and at most {edges.shape[1]} edges")
         for j in np.unique(fi):
             row = edges[j, :n_edges[j]]
@@ -492,7 +494,7 @@ def check_packed_state(state, where, context):
     if bad.any():
         k = _first(bad)
         _fail(where, f"tree {tree_of[k]}, node {local[k]}: children ({left[k]}, "
-              f"{left[k] + 1}) must be -1 (a leaf) or ids of later nodes of the tree (at "
+              f"{int(left[k]) + 1}) must be -1 (a leaf) or ids of later nodes of the tree (at "
               f"most {size[k] - 1})")
     global_left = offset[tree_of[internal]] + left[internal]
     count = np.bincount(np.concatenate([global_left, global_left + 1]), minlength=n)

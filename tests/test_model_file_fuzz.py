@@ -319,6 +319,7 @@ def _array_edits(name, array, rng):
     return edits
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_edited_arrays_with_recomputed_checksums(saved, family):
     model = saved[family]
@@ -345,6 +346,7 @@ def test_edited_arrays_with_recomputed_checksums(saved, family):
     assert counts["refused"] > counts["same"] + counts["other"], counts
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
 @pytest.mark.parametrize("family", FAMILIES)
 def test_tree_arrays_of_another_shape_or_dtype_are_refused(saved, family):
     """Except arrays that prediction does not read (a forest's per-tree leaf samples,
