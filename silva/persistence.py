@@ -27,9 +27,16 @@ Loading never executes code from the file: arrays are read with ``allow_pickle=F
 and only classes under ``silva.`` (or registered) are instantiated, by ``cls.__new__`` and
 ``__setstate__``/``__dict__`` as pickle does, without calling ``__init__``. A file holding
 pickles is refused unless ``load(..., allow_pickle=True)``. Every member's checksum is
-verified before anything is decoded, so a truncated, corrupted or edited file raises a
-``ValueError``. (Checksums catch accidents and naive edits; someone who recomputes them
-can change a file undetected, but still cannot make loading run code.)
+verified before anything is decoded, so a truncated or corrupted file raises a
+``ValueError``; members are decompressed in chunks within the sizes the manifest
+declares and a total limit (``max_uncompressed_size``, by default 100 times the file's
+size), so a small file cannot expand into gigabytes. Checksums catch accidents and naive
+edits, not someone who recomputes them: so the decoded model's structure is checked too
+(:mod:`silva._model_checks`: every tree's arrays, dtypes, children, features and values,
+and their agreement with the estimators), and a crafted file is refused with a
+``ValueError`` rather than crash, hang or mislead the compiled prediction code. Such a
+file can still encode a different model (other thresholds or leaf values) than the one
+its author saved.
 
 Writes are atomic: the file is written to a temporary file in the target's directory and
 moved over the target with :func:`os.replace`, so a crash never leaves a half-written
