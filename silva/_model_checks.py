@@ -521,6 +521,14 @@ def check_packed_state(state, where, context):
     _check_node_stats(stats, where)
 
 
+def check_view_state(state, where):
+    """A :class:`~silva.engine.ensemble.PackedTreeView` is stored as its packing and its
+    tree number only; its ``__setstate__`` slices the packing."""
+    if not isinstance(state, dict):
+        _fail(where, "expected a dict of attributes")
+    _expect_keys(state, _VIEW_KEYS, where)
+
+
 def check_view(view, where, context):
     """A :class:`~silva.engine.ensemble.PackedTreeView`: tree ``t`` of a checked packing."""
     state = vars(view)

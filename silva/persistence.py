@@ -65,8 +65,9 @@ from silva._model_checks import (
     check_model,
     check_packed_state,
     check_state_keys,
+    check_view_state,
 )
-from silva.engine.ensemble import PackedTrees
+from silva.engine.ensemble import PackedTrees, PackedTreeView
 
 __all__ = [
     "FORMAT_NAME",
@@ -463,6 +464,8 @@ class _Decoder:
             if cls is PackedTrees:
                 # Its __setstate__ builds the walk records from the state: check first.
                 check_packed_state(state, where, self.context)
+            elif cls is PackedTreeView:
+                check_view_state(state, where)
             setstate = getattr(cls, "__setstate__", None)
             if setstate is not None:
                 obj.__setstate__(state)

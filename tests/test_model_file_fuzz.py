@@ -408,13 +408,6 @@ def test_nan_thresholds_and_non_finite_values_are_refused(saved, family):
     assert cases > 0
 
 
-def _children_of_root(document):
-    """(tree object, name of a child array) pairs whose structure can be redirected."""
-    return [obj for obj in tree_objects(document)
-            if obj["class"] in ("silva.engine.tree.Tree",
-                                "silva.engine.ensemble.PackedTrees")]
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_cycles_and_self_loops_are_refused(saved, family):
     """Children pointing back up the tree (a cycle that once hung prediction), at
