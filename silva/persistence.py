@@ -27,9 +27,16 @@ Loading never executes code from the file: arrays are read with ``allow_pickle=F
 and only classes under ``silva.`` (or registered) are instantiated, by ``cls.__new__`` and
 ``__setstate__``/``__dict__`` as pickle does, without calling ``__init__``. A file holding
 pickles is refused unless ``load(..., allow_pickle=True)``. Every member's checksum is
-verified before anything is decoded, so a truncated, corrupted or edited file raises a
-``ValueError``. (Checksums catch accidents and naive edits; someone who recomputes them
-can change a file undetected, but still cannot make loading run code.)
+verified before anything is decoded, so a truncated or corrupted file raises a
+``ValueError``; members are decompressed in chunks within the sizes the manifest
+declares and a total limit (``max_uncompressed_size``, by default 100 times the file's
+size), so a small file cannot expand into gigabytes. Checksums catch accidents and naive
+edits, not someone who recomputes them: so the decoded model's structure is checked too
+(:mod:`silva._model_checks`: every tree's arrays, dtypes, children, features and values,
+and their agreement with the estimators), and a crafted file is refused with a
+``ValueError`` rather than crash, hang or mislead the compiled prediction code. Such a
+file can still encode a different model (other thresholds or leaf values) than the one
+its author saved.
 
 Writes are atomic: the file is written to a temporary file in the target's directory and
 moved over the target with :func:`os.replace`, so a crash never leaves a half-written
@@ -51,6 +58,16 @@ import zipfile
 from typing import Any
 
 import numpy as np
+
+from silva._model_checks import (
+    CheckContext,
+    ModelFileError,
+    check_model,
+    check_packed_state,
+    check_state_keys,
+    check_view_state,
+)
+from silva.engine.ensemble import PackedTrees, PackedTreeView
 
 __all__ = [
     "FORMAT_NAME",
@@ -298,98 +315,186 @@ def _dtype_text(dtype, where):
 
 
 class _Decoder:
+    """Turns the tagged JSON of ``model.json`` back into objects.
+
+    Every failure is a :class:`~silva._model_checks.ModelFileError` (a ValueError) naming
+    the attribute path: malformed values (wrong types, missing keys, integers too large
+    for their dtype, nesting too deep) included, whatever exception first noticed them.
+    """
+
     def __init__(self, read_member, allow_pickle):
         self.read_member = read_member
         self.allow_pickle = allow_pickle
         self.objects: dict[int, Any] = {}
+        self.used_members: set[str] = set()
+        # Which member each loaded array came from, for messages.
+        self.array_members: dict[int, str] = {}
+        self.context = CheckContext(describe=self._describe, walk_into=self._walk_into)
+
+    def _describe(self, array):
+        member = self.array_members.get(id(array))
+        return f" ({member})" if member else ""
+
+    @staticmethod
+    def _walk_into(obj):
+        return _generic_class(type(obj))
+
+    def _take_member(self, name, where):
+        """Member ``name``, which no other value may use: silva stores each array once
+        (shared ones by reference), and a member decoded many times would multiply its
+        size past the limit on decompressed bytes."""
+        if name in self.used_members:
+            raise ModelFileError(f"malformed model file: member {name!r} is used twice (at "
+                                 f"{where}).")
+        self.used_members.add(name)
+        return self.read_member(name)
+
+    def _register(self, identity, obj, where):
+        if type(identity) is not int or identity in self.objects:
+            raise ModelFileError(f"malformed model file: duplicate or invalid id "
+                                 f"{identity!r} at {where}.")
+        self.objects[identity] = obj
 
     def decode(self, value, where):
+        try:
+            return self._decode(value, where)
+        except ModelFileError:
+            raise
+        except RecursionError:
+            raise ModelFileError(f"malformed model file: values nested too deeply at "
+                                 f"{where}.") from None
+        except MemoryError:
+            raise
+        except Exception as error:  # any other sign of a malformed value
+            raise ModelFileError(f"malformed model file at {where}: "
+                                 f"{type(error).__name__}: {error}") from None
+
+    def _decode(self, value, where):
         if value is None or isinstance(value, bool | int | float | str):
             return value
         if isinstance(value, list):
             return [self.decode(item, f"{where}[{i}]") for i, item in enumerate(value)]
         if not isinstance(value, dict) or "$" not in value:
-            raise ValueError(f"malformed model file: unexpected value at {where}.")
+            raise ModelFileError(f"malformed model file: unexpected value at {where}.")
         tag = value["$"]
         if tag == "float":
-            return float(value["value"])
+            return float(_text(value["value"]))
         if tag == "scalar":
-            dtype = np.dtype(value["dtype"])
+            dtype = np.dtype(_text(value["dtype"]))
             if "array" in value:
                 return self.decode(value["array"], where)[()]
+            if dtype.kind not in "biuf":
+                raise ModelFileError(f"malformed model file: a {dtype} scalar without its "
+                                     f"array at {where}.")
             item = value["value"]
             return dtype.type(float(item) if isinstance(item, str) else item)
         if tag == "dtype":
-            return np.dtype(value["descr"])
+            return np.dtype(_text(value["descr"]))
         if tag == "type":
             try:
                 return _SCALAR_TYPES[value["name"]]
-            except KeyError:
-                raise ValueError(f"malformed model file: unknown type {value['name']!r} at "
-                                 f"{where}.") from None
+            except (KeyError, TypeError):
+                raise ModelFileError(f"malformed model file: unknown type {value['name']!r} "
+                                     f"at {where}.") from None
         if tag == "tuple":
-            return tuple(self.decode(item, where) for item in value["items"])
+            return tuple(self.decode(item, where) for item in _items(value))
         if tag == "set":
-            return {self.decode(item, where) for item in value["items"]}
+            return {self.decode(item, where) for item in _items(value)}
         if tag == "dict":
             return {self.decode(key, where): self.decode(item, f"{where}[{key!r}]")
-                    for key, item in value["items"]}
+                    for key, item in _items(value)}
         if tag == "bunch":
             from sklearn.utils import Bunch
 
             return Bunch(**{self.decode(key, where): self.decode(item, f"{where}[{key!r}]")
-                            for key, item in value["items"]})
+                            for key, item in _items(value)})
         if tag == "ref":
             try:
                 return self.objects[value["id"]]
-            except KeyError:
-                raise ValueError(f"malformed model file: dangling reference at {where}.") \
-                    from None
+            except (KeyError, TypeError):
+                raise ModelFileError(f"malformed model file: dangling reference at "
+                                     f"{where}.") from None
         if tag == "ndarray":
-            data = self.read_member(value["member"])
+            member = _text(value["member"])
+            data = self._take_member(member, where)
             try:
                 array = np.load(io.BytesIO(data), allow_pickle=False)
             except ValueError as error:
-                raise ValueError(f"model file member {value['member']} is not a plain "
-                                 f"numpy array: {error}") from None
-            self.objects[value["id"]] = array
+                raise ModelFileError(f"model file member {member} is not a plain numpy "
+                                     f"array: {error}") from None
+            if not isinstance(array, np.ndarray) or array.dtype.fields is not None or (
+                    array.dtype.itemsize == 0 and array.size):
+                raise ModelFileError(f"model file member {member} (at {where}) holds a "
+                                     f"numpy dtype this format does not use.")
+            self._register(value["id"], array, where)
+            self.array_members[id(array)] = member
             return array
         if tag == "object_array":
-            array = np.empty(len(value["items"]), dtype=object)
-            self.objects[value["id"]] = array
-            for i, item in enumerate(value["items"]):
+            items = _items(value)
+            shape = value["shape"]
+            if not isinstance(shape, list) or not all(
+                    type(n) is int and n >= 0 for n in shape) or math.prod(shape) != len(items):
+                raise ModelFileError(f"malformed model file: object array shape {shape!r} "
+                                     f"does not hold its {len(items)} items at {where}.")
+            array = np.empty(len(items), dtype=object)
+            self._register(value["id"], array, where)
+            for i, item in enumerate(items):
                 array[i] = self.decode(item, f"{where}[{i}]")
-            array = array.reshape(value["shape"])
+            array = array.reshape(shape)
             self.objects[value["id"]] = array
             return array
         if tag == "random_state":
             name, keys, pos, has_gauss, cached = value["state"]
             state = np.random.RandomState()
             state.set_state((name, self.decode(keys, where), pos, has_gauss, cached))
-            self.objects[value["id"]] = state
+            self._register(value["id"], state, where)
             return state
         if tag == "object":
-            cls = _resolve_class(value["class"], where)
+            cls = _resolve_class(_text(value["class"]), where)
             obj = cls.__new__(cls)
             # Registered before its state is decoded, so cycles resolve to this object.
-            self.objects[value["id"]] = obj
+            self._register(value["id"], obj, where)
+            encoded = value["state"]
+            if not isinstance(encoded, dict):
+                raise ModelFileError(f"malformed model file: the state at {where} is not "
+                                     "an object.")
+            check_state_keys(cls, encoded, where)
             state = {key: self.decode(item, f"{where}.{key}")
-                     for key, item in value["state"].items()}
-            if any(key.startswith("__") for key in state):
-                raise ValueError(f"malformed model file: dunder attribute at {where}.")
+                     for key, item in encoded.items()}
+            if cls is PackedTrees:
+                # Its __setstate__ builds the walk records from the state: check first.
+                check_packed_state(state, where, self.context)
+            elif cls is PackedTreeView:
+                check_view_state(state, where)
             setstate = getattr(cls, "__setstate__", None)
             if setstate is not None:
                 obj.__setstate__(state)
             else:
                 obj.__dict__.update(state)
+            if cls is PackedTrees:
+                self.context.checked_packings.add(id(obj))
             return obj
         if tag == "pickle":
             if not self.allow_pickle:  # checked up front by load(); kept as a safeguard
-                raise ValueError(f"{where} is pickled; pass allow_pickle=True to load it.")
-            obj = pickle.loads(self.read_member(value["member"]))  # noqa: S301 - opted in
-            self.objects[value["id"]] = obj
+                raise ModelFileError(f"{where} is pickled; pass allow_pickle=True to load "
+                                     "it.")
+            obj = pickle.loads(self._take_member(_text(value["member"]), where))  # noqa: S301
+            self._register(value["id"], obj, where)
             return obj
-        raise ValueError(f"malformed model file: unknown tag {tag!r} at {where}.")
+        raise ModelFileError(f"malformed model file: unknown tag {tag!r} at {where}.")
+
+
+def _text(value):
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _items(value):
+    items = value["items"]
+    if not isinstance(items, list):
+        raise TypeError(f"expected a list of items, got {type(items).__name__}")
+    return items
 
 
 # ------------------------------------------------------------------------ save / load
@@ -547,10 +652,24 @@ def _umask():
     return mask
 
 
-class _VerifiedArchive:
-    """An opened model file whose manifest and member checksums have been verified."""
+# Decompressed size allowed by default: this many times the file's size, and at least
+# _MIN_UNCOMPRESSED_LIMIT. Saved models measured 1.6x (an unfitted model) to 5.2x (a
+# forest on a categorical column) uncompressed/file, single members up to 220x (deflate
+# itself stops near 1030x); 100x leaves a wide margin for legitimate files while a
+# crafted file cannot make loading take more than 100 times its size.
+UNCOMPRESSED_RATIO = 100
+_MIN_UNCOMPRESSED_LIMIT = 64 << 20
+_READ_CHUNK = 1 << 20
 
-    def __init__(self, path):
+
+class _VerifiedArchive:
+    """An opened model file whose manifest and member checksums have been verified.
+
+    Members are decompressed in chunks, each no larger than the size the manifest
+    declares for it, and only while the total stays within ``max_uncompressed_size``.
+    """
+
+    def __init__(self, path, max_uncompressed_size=None):
         self.name = path if isinstance(path, str | os.PathLike) else getattr(path, "name",
                                                                              "<file>")
         try:
@@ -561,6 +680,14 @@ class _VerifiedArchive:
                 raw = path.read()
         except OSError as error:
             raise ValueError(f"cannot read the model file {self.name!s}: {error}") from None
+        if max_uncompressed_size is None:
+            self.limit = max(_MIN_UNCOMPRESSED_LIMIT, UNCOMPRESSED_RATIO * len(raw))
+            self.limit_source = (f"the default limit, {UNCOMPRESSED_RATIO} times the file's "
+                                 f"size or {_MIN_UNCOMPRESSED_LIMIT >> 20} MiB")
+        else:
+            self.limit = _check_size_limit(max_uncompressed_size)
+            self.limit_source = "max_uncompressed_size"
+        self.budget = self.limit
         # The file ends with the archive comment "silva-model sha256=<digest of all the
         # bytes before the digest>": any truncation or changed byte is caught here.
         trailer = len(_COMMENT_PREFIX) + _DIGEST_LENGTH
@@ -575,65 +702,165 @@ class _VerifiedArchive:
                              "checksum does not match its content.")
         try:
             archive = zipfile.ZipFile(io.BytesIO(raw))
-        except zipfile.BadZipFile:
+        except (zipfile.BadZipFile, ValueError, OSError, EOFError):
             raise ValueError(f"{self.name!s} is not a silva model file, or it is corrupted "
                              "(not a readable zip archive).") from None
         self.archive = archive
         names = set(archive.namelist())
         if MANIFEST not in names:
             raise ValueError(f"{self.name!s} is not a silva model file (no manifest).")
-        manifest_bytes = self._read_raw(MANIFEST)
+        info = archive.getinfo(MANIFEST)
+        manifest_bytes = self._read(MANIFEST, info.file_size)
         try:
             manifest = json.loads(manifest_bytes)
             members = manifest["members"]
             version = manifest["format_version"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             raise ValueError(f"{self.name!s} has a malformed manifest.") from None
-        if manifest.get("format") != FORMAT_NAME:
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
             raise ValueError(f"{self.name!s} is not a silva model file (format "
                              f"{manifest.get('format')!r}).")
-        if not isinstance(version, int) or version > FORMAT_VERSION:
+        if type(version) is not int or version > FORMAT_VERSION:
             raise ValueError(f"{self.name!s} has model format version {version}; this silva "
                              f"reads versions up to {FORMAT_VERSION}. Upgrade silva.")
+        self.format_version = version
+        if not isinstance(members, dict) or MODEL_JSON not in members or not all(
+                isinstance(entry, dict) and type(entry.get("size")) is int
+                and entry["size"] >= 0 and isinstance(entry.get("sha256"), str)
+                for entry in members.values()):
+            raise ValueError(f"{self.name!s} has a malformed manifest (each member needs "
+                             "its size and sha256).")
         unexpected = names - set(members) - {MANIFEST}
         absent = set(members) - names
         if unexpected or absent:
             raise ValueError(f"{self.name!s} is corrupted or was modified: members "
                              f"{sorted(absent)} are missing and {sorted(unexpected)} are not "
                              "in the manifest.")
+        declared = sum(entry["size"] for entry in members.values())
+        if declared > self.budget:
+            raise ValueError(
+                f"{self.name!s} declares {declared} bytes of uncompressed members, more "
+                f"than {self.limit} bytes ({self.limit_source}). If you trust this file, "
+                f"load it with a larger max_uncompressed_size.")
         self.data = {}
         for name, entry in members.items():
-            data = self._read_raw(name)
-            if len(data) != entry.get("size") or _sha256(data) != entry.get("sha256"):
+            data = self._read(name, entry["size"])
+            if _sha256(data) != entry["sha256"]:
                 raise ValueError(f"{self.name!s} is corrupted or was modified: the checksum "
                                  f"of member {name!r} does not match.")
             self.data[name] = data
         try:
             self.document = json.loads(self.data[MODEL_JSON])
-        except (KeyError, ValueError):
+        except RecursionError:
+            raise ValueError(f"{self.name!s} has a malformed {MODEL_JSON}: values nested too "
+                             "deeply.") from None
+        except ValueError:
             raise ValueError(f"{self.name!s} has no readable {MODEL_JSON}.") from None
+        self._check_document(manifest)
 
-    def _read_raw(self, name):
+    def _read(self, name, size):
+        """Member ``name``, which must decompress to exactly ``size`` bytes: read in
+        chunks, stopping as soon as it gives more, and counted against the budget."""
+        info = self.archive.getinfo(name)
+        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+            raise ValueError(f"{self.name!s}: member {name!r} uses a compression method "
+                             "silva does not write.")
+        if info.file_size != size:
+            raise ValueError(f"{self.name!s} is corrupted or was modified: member {name!r} "
+                             f"has {info.file_size} bytes in the archive, the manifest says "
+                             f"{size}.")
+        if size > self.budget:
+            raise ValueError(
+                f"{self.name!s}: member {name!r} would decompress to {size} bytes, over "
+                f"the {self.limit} bytes allowed ({self.limit_source}). If you trust this "
+                "file, load it with a larger max_uncompressed_size.")
+        chunks = []
+        total = 0
         try:
-            return self.archive.read(name)
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError) as error:
-            # zipfile checks each member's CRC-32 and raises on a damaged member.
+            with self.archive.open(info) as stream:
+                while True:
+                    chunk = stream.read(min(_READ_CHUNK, size - total + 1))
+                    if not chunk:
+                        break
+                    total += len(chunk)
+                    if total > size:
+                        raise ValueError(f"{self.name!s} is corrupted or was modified: "
+                                         f"member {name!r} decompresses to more than its "
+                                         f"declared {size} bytes.")
+                    chunks.append(chunk)
+        except MemoryError:
+            raise ValueError(f"not enough memory to read {self.name!s} (member {name!r}, "
+                             f"{size} bytes).") from None
+        except ValueError:
+            raise
+        except Exception as error:  # zlib.error, BadZipFile (CRC), EOFError, ...
             raise ValueError(f"{self.name!s} is truncated or corrupted (member {name!r}: "
                              f"{error}).") from None
-        except Exception as error:  # zlib.error and friends on damaged compressed data
-            raise ValueError(f"{self.name!s} is truncated or corrupted (member {name!r}: "
-                             f"{error}).") from None
+        if total != size:
+            raise ValueError(f"{self.name!s} is truncated or corrupted (member {name!r} "
+                             f"holds {total} of its {size} bytes).")
+        self.budget -= size
+        return b"".join(chunks)
+
+    def _check_document(self, manifest):
+        """``model.json`` agrees with the manifest and names the class of its root."""
+        document = self.document
+        if not isinstance(document, dict):
+            raise ValueError(f"{self.name!s} has a malformed {MODEL_JSON}: not an object.")
+        if document.get("format") != manifest["format"] or \
+                document.get("format_version") != manifest["format_version"] or \
+                type(document.get("format_version")) is not int:
+            raise ValueError(
+                f"{self.name!s} is inconsistent: {MODEL_JSON} says format "
+                f"{document.get('format')!r} version {document.get('format_version')!r}, "
+                f"the manifest {manifest['format']!r} version {manifest['format_version']}.")
+        pickled = document.get("pickled")
+        if pickled is None:
+            document["pickled"] = []
+        elif not isinstance(pickled, list) or not all(
+                isinstance(item, dict) and all(isinstance(item.get(key), str)
+                                               for key in ("where", "class", "member"))
+                for item in pickled):
+            raise ValueError(f"{self.name!s} has a malformed {MODEL_JSON}: 'pickled' must "
+                             "list objects with their where, class and member.")
+        root = document.get("root")
+        if root is not None:
+            estimator = document.get("estimator")
+            named = root.get("class") if isinstance(root, dict) else None
+            if not isinstance(estimator, str) or estimator != named:
+                raise ValueError(f"{self.name!s} is inconsistent: {MODEL_JSON} names the "
+                                 f"estimator {estimator!r} but holds a {named!r}.")
 
     def member(self, name):
         try:
             return self.data[name]
-        except KeyError:
-            raise ValueError(f"{self.name!s} refers to a member {name!r} it does not "
-                             "hold.") from None
+        except (KeyError, TypeError):
+            raise ModelFileError(f"{self.name!s} refers to a member {name!r} it does not "
+                                 "hold.") from None
 
 
-def load(path, *, allow_pickle=False):
+def _open_verified(path, max_uncompressed_size):
+    try:
+        return _VerifiedArchive(path, max_uncompressed_size)
+    except MemoryError:
+        name = path if isinstance(path, str | os.PathLike) else getattr(path, "name", "<file>")
+        raise ValueError(f"not enough memory to read the model file {name!s}.") from None
+
+
+def _check_size_limit(value):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"max_uncompressed_size must be a non-negative number of bytes; "
+                         f"got {value!r}.")
+    return int(value)
+
+
+def load(path, *, allow_pickle=False, max_uncompressed_size=None):
     """Read a model written by :func:`save`; returns the estimator.
+
+    The file is checked before anything in it is used (see ``docs/model-format.md``):
+    checksums, then sizes while decompressing, then the decoded model's structure, every
+    tree's arrays included, so that a damaged or crafted file raises a ValueError rather
+    than crashing or misleading prediction.
 
     Parameters
     ----------
@@ -642,17 +869,26 @@ def load(path, *, allow_pickle=False):
         Needed, and honoured only, for files saved with ``allow_pickle=True`` that hold
         pickled foreign objects. Unpickling can run arbitrary code: pass True only for
         files from a source you trust.
+    max_uncompressed_size : int, optional
+        Most bytes the file's members may decompress to, together. By default
+        :data:`UNCOMPRESSED_RATIO` (100) times the file's size, and at least 64 MiB:
+        saved models decompress to at most a few times their file size, so only a
+        crafted file (a decompression bomb) reaches the default. Raise it to load a
+        trusted file that needs more.
 
     Raises
     ------
     ValueError
         If the file is not a silva model file, is truncated, corrupted or modified (a
-        checksum does not match), was written by a newer format version, names a class
-        outside silva, or holds pickles and ``allow_pickle`` is False.
+        checksum does not match), decompresses to more than ``max_uncompressed_size``,
+        was written by a newer format version, names a class outside silva, holds pickles
+        and ``allow_pickle`` is False, holds values that do not decode, or a model whose
+        structure is invalid (a tree whose children, features or values are out of
+        range); also when memory runs out while loading.
     """
-    archive = _VerifiedArchive(path)
+    archive = _open_verified(path, max_uncompressed_size)
     document = archive.document
-    pickled = document.get("pickled") or []
+    pickled = document["pickled"]
     if pickled and not allow_pickle:
         listing = ", ".join(f"{item['where']} ({item['class']})" for item in pickled)
         raise ValueError(
@@ -663,16 +899,26 @@ def load(path, *, allow_pickle=False):
         raise ValueError(f"{archive.name!s} has no model in {MODEL_JSON}.")
     decoder = _Decoder(archive.member, bool(allow_pickle))
     try:
-        return decoder.decode(document["root"], "model")
-    except (KeyError, TypeError, IndexError) as error:
-        raise ValueError(f"{archive.name!s} is malformed: {error!r}") from None
+        model = decoder.decode(document["root"], "model")
+        check_model(model, decoder.context)
+        unused = set(archive.data) - decoder.used_members - {MODEL_JSON}
+        if unused:
+            raise ModelFileError(f"members {sorted(unused)} are not part of the model.")
+    except ModelFileError as error:
+        raise ValueError(f"{archive.name!s} is malformed or was modified: {error}") from None
+    except MemoryError:
+        raise ValueError(f"not enough memory to load {archive.name!s}.") from None
+    except RecursionError:
+        raise ValueError(f"{archive.name!s} is malformed: objects nested too "
+                         "deeply.") from None
+    return model
 
 
-def read_metadata(path):
+def read_metadata(path, *, max_uncompressed_size=None):
     """The verified ``model.json`` of a model file without its state: format, versions,
     estimator class, parameters (readable renderings), pickled objects and the ``user``
     metadata given to :func:`save`. Never instantiates anything."""
-    document = dict(_VerifiedArchive(path).document)
+    document = dict(_open_verified(path, max_uncompressed_size).document)
     document.pop("root", None)
     return document
 
@@ -943,9 +1189,11 @@ class PersistenceMixin:
         return dump_json(self, path, indent=indent)
 
     @classmethod
-    def load(cls, path, *, allow_pickle=False):
-        """Read a model file and check that it holds an instance of this class."""
-        model = load(path, allow_pickle=allow_pickle)
+    def load(cls, path, *, allow_pickle=False, max_uncompressed_size=None):
+        """Read a model file and check that it holds an instance of this class; see
+        :func:`silva.persistence.load`."""
+        model = load(path, allow_pickle=allow_pickle,
+                     max_uncompressed_size=max_uncompressed_size)
         if not isinstance(model, cls):
             raise ValueError(f"{os.fspath(path) if isinstance(path, str | os.PathLike) else path}"
                              f" holds a {type(model).__name__}, not a {cls.__name__}.")

@@ -661,3 +661,230 @@ def test_every_silva_estimator_round_trips(tmp_path, module, name, params):
     assert dump["n_trees"] >= 1 and all(tree["nodes"] for tree in dump["trees"])
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(model)).predict(X),
                                   model.predict(X))
+
+
+# ------------------------------------------------ sizes, malformed content, memory
+
+
+def _bomb(path, n_bytes):
+    """A model file whose one extra member is ``n_bytes`` zeros, written in chunks so
+    that the test itself never holds them; checksums all correct."""
+    import hashlib
+
+    chunk = bytes(1 << 20)
+    digest = hashlib.sha256()
+    for _ in range(n_bytes // len(chunk)):
+        digest.update(chunk)
+    X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    model = DecisionTreeClassifier().fit(X, [0, 0, 1, 1])
+    buffer = io.BytesIO()
+    save(model, buffer)
+    members = members_of(buffer)
+    manifest = {"format": "silva-model", "format_version": 1, "members": {
+        name: {"sha256": persistence._sha256(data), "size": len(data)}
+        for name, data in members.items()}}
+    manifest["members"]["arrays/zeros.npy"] = {"sha256": digest.hexdigest(),
+                                               "size": n_bytes}
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.comment = b"silva-model sha256=" + b"0" * 64
+        archive.writestr("manifest.json", json.dumps(manifest))
+        for name, data in members.items():
+            archive.writestr(name, data)
+        with archive.open("arrays/zeros.npy", "w", force_zip64=True) as member:
+            for _ in range(n_bytes // len(chunk)):
+                member.write(chunk)
+    raw = bytearray(out.getvalue())
+    raw[-64:] = persistence._sha256(bytes(raw[:-64])).encode()
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def test_a_decompression_bomb_is_refused_before_it_is_decompressed(tmp_path):
+    import tracemalloc
+
+    path = _bomb(tmp_path / "bomb.silva", 100 << 20)
+    assert path.stat().st_size < 1 << 20  # 100 MiB in a file of a few hundred KB
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"declares \d+ bytes of uncompressed members"
+                                             r".*max_uncompressed_size"):
+            load(path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+
+
+def test_a_member_no_model_uses_is_refused(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    repack(path, {**members_of(path), "arrays/extra.npy": b"\x93NUMPY"})
+    with pytest.raises(ValueError, match=r"members \['arrays/extra.npy'\] are not part"):
+        load(path)
+
+
+def test_a_member_decoded_twice_is_refused(tmp_path, frame_model):
+    """One member behind many arrays would multiply its size past the limit."""
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+
+    def share(document):
+        state = document["root"]["state"]["tree_"]["state"]
+        state["impurity"] = dict(state["value"], id=10 ** 6)
+
+    edit_model_json(path, share)
+    with pytest.raises(ValueError, match=r"member 'arrays/\d+.npy' is used twice"):
+        load(path)
+
+
+def test_max_uncompressed_size(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    with zipfile.ZipFile(path) as archive:
+        total = sum(info.file_size for info in archive.infolist())
+    with pytest.raises(ValueError, match=r"1000 bytes.*\(max_uncompressed_size\)"):
+        load(path, max_uncompressed_size=1000)
+    with pytest.raises(ValueError, match="max_uncompressed_size"):
+        DecisionTreeClassifier.load(path, max_uncompressed_size=total - 1)
+    assert load(path, max_uncompressed_size=total).n_features_in_ == 4
+    assert persistence.read_metadata(path, max_uncompressed_size=total)["format_version"] == 1
+    for bad in (-1, 2.5, "10", True):
+        with pytest.raises(ValueError, match="max_uncompressed_size must be"):
+            load(path, max_uncompressed_size=bad)
+
+
+def test_a_member_whose_size_disagrees_with_the_manifest_is_refused(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    members = members_of(path)
+    manifest = json.loads(zipfile.ZipFile(path).read("manifest.json"))
+    manifest["members"]["arrays/0.npy"]["size"] += 1
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.comment = b"silva-model sha256=" + b"0" * 64
+        archive.writestr("manifest.json", json.dumps(manifest))
+        for name, data in members.items():
+            archive.writestr(name, data)
+    raw = bytearray(out.getvalue())
+    raw[-64:] = persistence._sha256(bytes(raw[:-64])).encode()
+    path.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"member 'arrays/0.npy' has \d+ bytes in the archive"):
+        load(path)
+
+
+def test_model_json_must_agree_with_the_manifest(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d.update(format_version=0))
+    with pytest.raises(ValueError, match="inconsistent.*version 0.*the manifest"):
+        load(path)
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d.update(estimator="silva.forest.RandomForestClassifier"))
+    with pytest.raises(ValueError, match="names the estimator.*RandomForestClassifier.*holds"):
+        load(path)
+    with pytest.raises(ValueError, match="names the estimator"):
+        persistence.read_metadata(path)
+
+
+def test_malformed_content_raises_value_error_naming_the_place(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+
+    def deep(document):
+        document["root"]["state"]["max_depth"] = "__DEEP__"
+
+    members = members_of(path)
+    document = json.loads(members["model.json"])
+    deep(document)
+    text = json.dumps(document).replace('"__DEEP__"', "[" * 100_000 + "]" * 100_000)
+    repack(path, {**members, "model.json": text.encode()})
+    with pytest.raises(ValueError, match="nested too deeply"):
+        load(path)
+    # an integer too large for its dtype (OverflowError inside numpy)
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d["root"]["state"].update(
+        max_depth={"$": "scalar", "dtype": "<i8", "value": 10 ** 30}))
+    with pytest.raises(ValueError, match=r"model\.max_depth: OverflowError"):
+        load(path)
+    # wrong types and missing keys
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d["root"]["state"]["tree_"]["state"].update(
+        children_left="x"))
+    with pytest.raises(ValueError, match=r"model\.tree_\.children_left: expected a numpy"):
+        load(path)
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d["root"]["state"]["tree_"]["state"].pop("feature"))
+    with pytest.raises(ValueError, match=r"model\.tree_: missing attributes \['feature'\]"):
+        load(path)
+    save(frame_model, path)
+    edit_model_json(path, lambda d: d["root"]["state"].update(predict=3))
+    with pytest.raises(ValueError, match="'predict' would hide DecisionTreeClassifier.predict"):
+        load(path)
+
+
+def test_running_out_of_memory_is_reported_as_such(tmp_path, frame_model, monkeypatch):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(np, "load", no_memory)
+    with pytest.raises(ValueError, match="not enough memory to load"):
+        load(path)
+
+
+def test_the_checks_name_the_member_and_the_node(tmp_path, frame_model):
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    document = json.loads(members_of(path)["model.json"])
+    member = document["root"]["state"]["tree_"]["state"]["value"]["member"]
+    members = members_of(path)
+    value = np.load(io.BytesIO(members[member]))
+    buffer = io.BytesIO()
+    np.save(buffer, value.astype(np.float32))
+    repack(path, {**members, member: buffer.getvalue()})
+    with pytest.raises(ValueError, match=rf"model\.tree_\.value \({member}\): expected a "
+                                         r"3-d array of float64, got a 3-d array of float32"):
+        load(path)
+    value[2, 0, 1] = np.nan
+    buffer = io.BytesIO()
+    np.save(buffer, value)
+    repack(path, {**members, member: buffer.getvalue()})
+    with pytest.raises(ValueError, match=r"model\.tree_: node 2: the node value is not finite"):
+        load(path)
+
+
+def test_derived_arrays_are_rebuilt_not_trusted(tmp_path, frame, frame_model):
+    """A tree's cached depths (read by decision_path to size its output) and a multiway
+    tree's parents are recomputed from the checked children."""
+    from silva.classic import C45Classifier
+
+    df, y = frame
+    frame_model.get_depth()  # caches tree_._node_depth, which is then saved
+    path = tmp_path / "m.silva"
+    save(frame_model, path)
+    members = members_of(path)
+    document = json.loads(members["model.json"])
+    member = document["root"]["state"]["tree_"]["state"]["_node_depth"]["member"]
+    depth = np.load(io.BytesIO(members[member]))
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros_like(depth))
+    repack(path, {**members, member: buffer.getvalue()})
+    loaded = load(path)
+    np.testing.assert_array_equal(loaded.tree_.node_depth, depth)
+    assert (loaded.decision_path(df) != frame_model.decision_path(df)).nnz == 0
+
+    c45 = C45Classifier().fit(df, y)
+    save(c45, path)
+    members = members_of(path)
+    document = json.loads(members["model.json"])
+    member = document["root"]["state"]["tree_"]["state"]["parent"]["member"]
+    parent = np.load(io.BytesIO(members[member]))
+    buffer = io.BytesIO()
+    np.save(buffer, np.arange(parent.shape[0]))  # every node its own parent: a cycle
+    repack(path, {**members, member: buffer.getvalue()})
+    loaded = load(path)
+    np.testing.assert_array_equal(loaded.tree_.parent, parent)
+    np.testing.assert_array_equal(loaded.tree_.node_depth, c45.tree_.node_depth)
