@@ -61,8 +61,8 @@ def test_each_criterion_binds_its_own_scans():
         assert feature["scan_categorical"] is splitting._SCANS[proxy][1]
         assert numeric["scan_numeric"] is splitting._SCANS[proxy][0]
         assert feature["evaluate_numeric"] is bound["evaluate_numeric"]
-        dense_one = bound["_evaluate_dense_parallel"].py_func.__globals__["_evaluate_dense_one"]
-        assert dense_one.py_func.__globals__["evaluate_feature"] is bound["evaluate_feature"]
+        dense = bound["_evaluate_dense_parallel"].py_func.__globals__
+        assert dense["evaluate_feature"] is bound["evaluate_feature"]
         grow = grower.compiled_grower(code)
         assert grow.py_func.__globals__["find_node_split"] is finder
         assert grow.targetoptions["nogil"]

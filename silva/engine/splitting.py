@@ -469,11 +469,26 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
                              use_random, seeds, n_classes,
                              lower, upper, out_gain, out_bin, out_missing_left, out_constant,
                              out_bitsets, out_lefts):
+    n_channels = node_sums.shape[0]
+    n_bins = hist.shape[1]
     for j in nb.prange(features.shape[0]):
-        _evaluate_dense_one(j, criterion, features, hist, n_value_bins, is_categorical,
-                            missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
-                            use_random, seeds, n_classes, lower, upper, out_gain, out_bin,
-                            out_missing_left, out_constant, out_bitsets, out_lefts)
+        f = features[j]
+        bins = np.empty(n_bins, dtype=np.int64)
+        sums = np.empty((n_bins + 1, n_channels))
+        missing = np.empty(n_channels)
+        left = np.empty(n_channels)
+        scores = np.empty(n_bins + 1)
+        n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
+                                           missing)
+        gain, last_left_bin, missing_left, constant = evaluate_feature(
+            criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
+            min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
+            left, scores, out_bitsets[j], out_lefts[j],
+        )
+        out_gain[j] = gain
+        out_bin[j] = last_left_bin
+        out_missing_left[j] = missing_left
+        out_constant[j] = constant
 
 
 @nb.njit(cache=True)
@@ -699,9 +714,7 @@ def split_finder(criterion):
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
     feature = specialize(evaluate_feature, suffix, scan_categorical=categorical_scan,
                          evaluate_numeric=numeric)
-    dense_one = specialize(_evaluate_dense_one, suffix, evaluate_feature=feature)
-    dense_parallel = specialize(_evaluate_dense_parallel, suffix,
-                                _evaluate_dense_one=dense_one)
+    dense_parallel = specialize(_evaluate_dense_parallel, suffix, evaluate_feature=feature)
     return specialize(find_node_split, suffix, evaluate_feature=feature,
                       evaluate_numeric=numeric, _evaluate_dense_parallel=dense_parallel,
                       ORDER_STATISTICS=criterion == ABSOLUTE_ERROR)
