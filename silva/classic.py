@@ -791,7 +791,11 @@ class C45Classifier(_MultiwayTreeClassifier):
         if not eligible.any():
             return -1
         ratio = np.where(eligible, gain / np.where(info > 0, info, 1.0), -np.inf)
-        best = int(np.argmax(ratio))
+        # The first feature within EPSILON of the best, as the threshold scan keeps its
+        # first cut: features that part the cases alike tie, and fractional weights
+        # (rescaled, or from unknown values) summed in each feature's own order round
+        # such ties apart by an ulp or so, which must not decide between them.
+        best = int(np.flatnonzero(ratio >= ratio.max() - mw.EPSILON)[0])
         return best if gain[best] > mw.EPSILON else -1
 
     def _grow(self, X, y, weights):
