@@ -577,10 +577,14 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         self._timings = {"gradients": 0.0, "grow": 0.0, "leaf_values": 0.0,
                          "update": 0.0, "evaluate": 0.0}
         choice = _ThreadChoice()
+        # A unit hessian (or Friedman's least-squares fit, whose hessian channel is the
+        # weight) with unit weights lets the grower sum the gradient and hessian channels
+        # only: the count and weight channels are then the hessian's. Other weights
+        # (GOSS up-weights samples too) need the count channel summed on its own.
+        two_lanes = ((loss.unit_hessian or not use_hessian) and self.sampling != "goss"
+                     and bool(np.all(sample_weight == 1.0)))
         grower = _IterationGrower(
-            # A unit hessian (or Friedman's least-squares fit, whose hessian channel is
-            # the weight) lets the grower sum the gradient and hessian channels only.
-            workspace, use_hessian, loss.unit_hessian or not use_hessian, choice.threads,
+            workspace, use_hessian, two_lanes, choice.threads,
             (binner.n_value_bins_, self.is_categorical_.astype(np.uint8), binner.missing_bin_,
              binner.bin_thresholds_),
             (monotonic, interaction_sets, params, p["max_depth"], p["max_leaf_nodes"],
@@ -830,9 +834,14 @@ _COMMON_DOC = """
         ``gamma``: a split must reduce the objective ``1/2 [...]`` by more than this
         (XGBoost's ``gamma`` and LightGBM's ``min_gain_to_split`` are twice as large).
     min_child_weight : float, default=1e-3
-        Smallest hessian sum in a child.
+        Smallest hessian sum in a child (weighted: the sum of ``sample_weight`` times
+        each sample's hessian, LightGBM's ``min_sum_hessian_in_leaf``).
     min_samples_leaf : float, default=20
-        Smallest (weighted) number of samples in a child.
+        Smallest number of samples in a child, counted whatever their weights
+        (LightGBM's ``min_data_in_leaf``). Multiplying ``sample_weight`` by a constant
+        ``c`` grows the same trees when ``min_child_weight``, ``l1_regularization``,
+        ``l2_regularization`` and ``min_split_gain`` are multiplied by ``c`` too (they
+        bound or shift sums of weighted gradients and hessians).
     max_depth : int or None, default=None
         Largest depth of a tree.
     max_leaf_nodes : int or None, default=31

@@ -264,7 +264,13 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         X : array-like or DataFrame of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
         sample_weight : array-like of shape (n_samples,), default=None
-            Case weights (a weight of 2 counts a case twice).
+            Relative case weights: a case of weight 2 counts twice as much as one of
+            weight 1. They are rescaled to average 1 over the cases of positive weight,
+            so that the weighted counts the tree compares with its limits (C4.5's
+            ``min_samples_leaf``, the pessimistic error estimates of pruning, the
+            significance tests) are in cases, and multiplying every weight by one
+            constant fits the same tree. Without weights every case counts 1, as in
+            Quinlan's programs.
 
         Returns
         -------
@@ -283,7 +289,13 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         positive = sample_weight > 0
         X, y_encoded, sample_weight = X[positive], y_encoded[positive], sample_weight[positive]
         self._has_missing_at_fit = bool(np.isnan(X).any())
-        self.tree_ = self._grow(X, y_encoded.astype(np.int64), sample_weight)
+        # Weights are relative: rescaled to average 1, the counts that MINOBJS, pruning
+        # and the significance tests read are in cases, whatever the weights' unit (see
+        # the sample_weight doc). The tree reports weights in the caller's unit.
+        self._mean_weight = float(np.mean(sample_weight))
+        self.tree_ = self._grow(X, y_encoded.astype(np.int64),
+                                sample_weight / self._mean_weight)
+        self.tree_.weighted_n_node_samples *= self._mean_weight
         return self
 
     # ---------------------------------------------------------- significance
@@ -473,8 +485,9 @@ class ID3Classifier(_MultiwayTreeClassifier):
     the node becomes a leaf. The test is made once per node, on the chosen test
     only; unlike CHAID's, the p-value has no Bonferroni correction for the choice
     among features (so it is optimistic) and categories are not merged. Weights
-    count as cases (a weight of 2 is two cases), so rescaling ``sample_weight``
-    changes the p-values; :meth:`split_report` gives each feature's ``p_value``.
+    count as cases after ``sample_weight`` is rescaled to average 1 (a weight of 2 is
+    two average cases), so the p-values do not depend on the weights' unit;
+    :meth:`split_report` gives each feature's ``p_value``.
 
     References
     ----------
@@ -574,6 +587,8 @@ class ID3Classifier(_MultiwayTreeClassifier):
                              n_bin_edges=n_edges, value_names=self._value_names(n_features))
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
+        # In cases, as at fit (models saved before the rescaling took weights as they were).
+        w = w / getattr(self, "_mean_weight", 1.0)
         codes = self._binner.transform(X) if X.shape[0] else None
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
@@ -641,7 +656,8 @@ class C45Classifier(_MultiwayTreeClassifier):
         C4.5's CF; smaller prunes more. 1.0 turns pruning off.
     min_samples_leaf : int or float, default=2
         C4.5's MINOBJS (option ``-m``): the least training weight that two branches of
-        a test must each get.
+        a test must each get, in cases (weights rescaled to average 1; a case sent
+        down several branches for an unknown value counts by its fraction in each).
     max_depth : int or None, default=None
         Largest depth (not in C4.5; None grows until C4.5's own rules stop).
     categorical_features : None, "auto", mask, indices or names, default="auto"
@@ -667,12 +683,25 @@ class C45Classifier(_MultiwayTreeClassifier):
     no training case) is classified by that node's class distribution; C4.5 likewise
     labels an empty branch with its parent's majority class.
 
+    Case weights: Quinlan's C4.5 has none; every case counts 1, only the unknown-value
+    rule makes counts fractional, and MINOBJS and the pessimistic estimate
+    ``N U_CF(E, N)`` read those counts as numbers of cases (the binomial interval
+    narrows as ``N`` grows). silva takes ``sample_weight`` as relative weights and
+    rescales them to average 1, as C5.0 scales its case weights by their average, so
+    ``N`` and ``E`` stay counts of (average) cases: an unweighted fit is Quinlan's, and
+    multiplying every weight by one constant grows and prunes the same tree. Reading
+    weights as absolute frequencies would let their unit decide the tree (weights
+    summing to 1 would leave a single leaf under MINOBJS 2); counting cases regardless
+    of weight would drop the weights from the error estimates and the fractional cases
+    from MINOBJS.
+
     Significance stopping follows CHAID (Kass 1980): once C4.5 has chosen the test of
     a node (one branch per category, or the binary threshold), the table of the
     weights of the node's cases whose value of the tested feature is known, per branch
     and class, gets Pearson's chi-square test of independence with ``(R' - 1)(K' - 1)``
     degrees of freedom for ``R'`` non-empty branches and ``K'`` classes present; the
-    weights are the cases' (possibly fractional) weights at the node, counted as cases.
+    weights are the cases' (possibly fractional) weights at the node, counted as cases
+    (``sample_weight`` rescaled to average 1).
     If the p-value exceeds ``min_significance`` the node becomes a leaf. The test is
     made once per node, on the chosen test; it has no Bonferroni correction for the
     choice among features and thresholds (a best threshold's p-value is optimistic),
@@ -747,7 +776,11 @@ class C45Classifier(_MultiwayTreeClassifier):
         if not eligible.any():
             return -1
         ratio = np.where(eligible, gain / np.where(info > 0, info, 1.0), -np.inf)
-        best = int(np.argmax(ratio))
+        # The first feature within EPSILON of the best, as the threshold scan keeps its
+        # first cut: features that part the cases alike tie, and fractional weights
+        # (rescaled, or from unknown values) summed in each feature's own order round
+        # such ties apart by an ulp or so, which must not decide between them.
+        best = int(np.flatnonzero(ratio >= ratio.max() - mw.EPSILON)[0])
         return best if gain[best] > mw.EPSILON else -1
 
     def _grow(self, X, y, weights):
@@ -828,6 +861,8 @@ class C45Classifier(_MultiwayTreeClassifier):
                              value_names=self._value_names(n_features), pruned=pruned)
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
+        # In cases, as at fit (models saved before the rescaling took weights as they were).
+        w = w / getattr(self, "_mean_weight", 1.0)
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
         while tree.parent[current] >= 0:

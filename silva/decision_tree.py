@@ -411,10 +411,15 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
         Largest depth; None grows until the other rules stop.
     min_samples_split : int or float, default=2
         Fewest samples a node needs to be split (a float is a fraction of the samples).
+        Samples are counted whatever their weights.
     min_samples_leaf : int or float, default=1
-        Fewest samples in each child of a split (a float is a fraction).
+        Fewest samples in each child of a split (a float is a fraction), counted
+        whatever their weights.
     min_weight_fraction_leaf : float, default=0.0
-        Smallest fraction of the total sample weight in each child of a split.
+        Smallest fraction of the total sample weight in each child of a split. Like
+        ``min_impurity_decrease`` (relative to the root weight) and ``ccp_alpha``, it
+        does not depend on the weights' unit: multiplying every sample weight by one
+        constant grows the same tree.
     max_features : int, float, "sqrt", "log2" or None, default=None
         Features drawn at random for each node; None means all.
     random_state : int, RandomState or None, default=None

@@ -615,7 +615,9 @@ _FOREST_PARAMETERS = """
     max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
             max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features
         The trees' parameters, with the same meaning; ``min_weight_fraction_leaf`` is a
-        fraction of each tree's (bootstrap-weighted) total weight.
+        fraction of each tree's (bootstrap-weighted) total weight, and
+        ``min_samples_split`` and ``min_samples_leaf`` count a tree's distinct samples,
+        whatever their weights or bootstrap counts (as scikit-learn's forests).
     max_features : int, float, "sqrt", "log2" or None
         Features drawn at random as candidates at every node of every tree.
     bootstrap : bool

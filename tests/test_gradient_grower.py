@@ -16,13 +16,16 @@ MISSING_BIN = 63
 
 def _workspace(n_samples, n_features, seed, unit_hessian=False):
     """A workspace on random codes (its records' channels still zero), its bin codes and
-    random statistics ``(gradient, hessian, column, weight, use_hessian)``."""
+    random statistics ``(gradient, hessian, column, weight, use_hessian)``; with
+    ``unit_hessian`` the weights are ones too (what two-lane passes require)."""
     rng = np.random.default_rng(seed)
     bin_codes = rng.integers(0, MISSING_BIN + 1, size=(n_features, n_samples)).astype(np.uint8)
     workspace = gg.make_workspace(bin_codes, MISSING_BIN + 1)
     gradient = rng.normal(size=(n_samples, 1))
     hessian = np.ones((n_samples, 1)) if unit_hessian else rng.random((n_samples, 1))
     weight = rng.integers(1, 4, n_samples).astype(np.float64)
+    if unit_hessian:
+        weight[:] = 1.0
     return workspace, bin_codes, (gradient, hessian, 0, weight, True)
 
 
@@ -107,8 +110,8 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
                                                   unit_hessian=two_lanes)
     gradient, hessian, _, weight, _ = statistics
     codes, stats, work_index, histograms, _ = workspace
-    channels = np.column_stack([weight, weight * gradient[:, 0], weight * hessian[:, 0],
-                                np.zeros(n_samples)])
+    channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
+                                weight * hessian[:, 0], weight])
     if fill:
         # The pass must write every sample's channels itself.
         stats[:, -4:] = np.nan
@@ -126,13 +129,14 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
     parent_before = parent.copy()
     gg.node_histogram(hist, parent, histograms[5:], codes, work_index[0], stats, 0,
                       node_size, n_features, True, serial, two_lanes, statistics, fill)
-    expected = _reference_histogram(bin_codes, node, channels[:, :3].T)
+    expected = _reference_histogram(bin_codes, node, channels.T)
     assert hist.shape[1] == gg.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
     np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
     assert not hist[:, MISSING_BIN + 1:].any()
     if two_lanes:
-        # The weight channel is the hessian channel, bit for bit.
+        # The count and weight channels are the hessian channel, bit for bit.
         np.testing.assert_array_equal(hist[:, :, 0], hist[:, :, 2])
+        np.testing.assert_array_equal(hist[:, :, 3], hist[:, :, 2])
     np.testing.assert_array_equal(parent, parent_before - hist)
     np.testing.assert_array_equal(stats[node, -4:], channels[node])
 

@@ -79,6 +79,15 @@ EPSILON = np.finfo(np.float64).eps
 _LOG_2 = np.log(2.0)
 
 
+@nb.njit(cache=True, inline="always")
+def _zero_poisson_sum(sums):
+    """Whether a Poisson node's target sum counts as zero: ``sum w y <= EPSILON`` as in
+    scikit-learn, with EPSILON taken in the node's mean sample weight ``sum w / n`` (1
+    without weights, so the same test), so that rescaling every weight by one constant
+    does not change which nodes it flags."""
+    return sums[2] <= EPSILON * (sums[1] / max(sums[0], 1.0))
+
+
 def is_classification(criterion):
     return criterion < SQUARED_ERROR
 
@@ -146,7 +155,7 @@ def impurity(criterion, sums):
             largest = max(largest, sums[k])
         return 1.0 - largest / weight
     if criterion == POISSON:
-        if sums[2] <= EPSILON:
+        if _zero_poisson_sum(sums):
             return 0.0
         return (sums[3] - sums[2] * np.log(sums[2] / weight)) / weight
     # squared_error, friedman_mse (and absolute_error's fallback): weighted variance.
@@ -164,7 +173,7 @@ def improvement(criterion, parent, left, right, parent_impurity, root_weight):
     weight = node_weight(criterion, parent)
     left_weight = node_weight(criterion, left)
     right_weight = node_weight(criterion, right)
-    if criterion == POISSON and (left[2] <= EPSILON or right[2] <= EPSILON):
+    if criterion == POISSON and (_zero_poisson_sum(left) or _zero_poisson_sum(right)):
         return -np.inf, 0.0, 0.0
     left_impurity = impurity(criterion, left)
     right_impurity = impurity(criterion, right)
@@ -319,7 +328,9 @@ def poisson_proxy(left, parent, min_weight):
         return -np.inf
     left_sum = left[2]
     right_sum = parent[2] - left_sum
-    if left_sum <= EPSILON or right_sum <= EPSILON:
+    # _zero_poisson_sum of each child, whose count is parent[0] - left[0].
+    if (left_sum <= EPSILON * (left_weight / max(left[0], 1.0))
+            or right_sum <= EPSILON * (right_weight / max(parent[0] - left[0], 1.0))):
         return -np.inf
     return (left_sum * np.log(left_sum / left_weight)
             + right_sum * np.log(right_sum / right_weight))

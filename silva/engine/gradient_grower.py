@@ -1,11 +1,20 @@
 """Gradient grower: one boosting tree on gradient statistics, in one compiled call.
 
-Each sample carries three statistic channels (:func:`_fill_sample`, in the root's
-histogram pass): its weight, its weighted gradient and its weighted hessian. Splits
-maximise the second-order gain of :mod:`silva.engine.gradient_splitting` and every
-node's value is its (clipped) Newton weight ``-T(G)/(H + lambda)`` (Chen & Guestrin
-2016); with the hessian channel set to the sample weight, the same tree is Friedman's
-(2001) least-squares fit of the negative gradient.
+Each sample carries four statistic channels (:func:`_fill_sample`, in the root's
+histogram pass): a one that counts it, its weighted gradient, its weighted hessian and
+its weight. Splits maximise the second-order gain of
+:mod:`silva.engine.gradient_splitting` and every node's value is its (clipped) Newton
+weight ``-T(G)/(H + lambda)`` (Chen & Guestrin 2016); with the hessian channel set to
+the sample weight, the same tree is Friedman's (2001) least-squares fit of the negative
+gradient.
+
+Which limits are weighted: ``min_samples_leaf`` counts samples (channel 0), as
+LightGBM's ``min_data_in_leaf`` and scikit-learn do, so that rescaling every
+``sample_weight`` by one constant leaves it alone; ``min_child_weight`` bounds the
+weighted hessian sum (channel 2), as LightGBM's ``min_sum_hessian_in_leaf``. The weight
+channel (3) only gives each node's reported weight (``WEIGHT``). Without sample weights
+channel 0 and channel 3 hold the same sums, and channel 0 what it held when it was the
+weight, so such fits grow the trees they grew then.
 
 Growth:
 
@@ -17,7 +26,7 @@ Growth:
 
 Data layout (:func:`make_workspace`, built once per fit): each sample is one record of
 64 bytes (for up to 32 one-byte bin codes) holding its codes and its statistic channels
-(weight, gradient, hessian and a zero pad), in sample order; records never move. A
+(count, gradient, hessian, weight), in sample order; records never move. A
 node's samples are a contiguous range of a sample-index array, in increasing order; a
 split moves those 4-byte indices, stably, in one pass (:func:`_partition`; 16 samples
 a step on CPUs with AVX-512, :func:`_split_sixteen`), deciding each sample's side from
@@ -26,7 +35,8 @@ stays in cache). A histogram pass reads each sample's record,
 one cache line, prefetched a few samples ahead (:func:`_prefetch`), and adds its four
 channels to each feature's bin with one 4-wide vector operation
 (:func:`_make_add_sample`), or only the gradient and the hessian, 2-wide, when every
-hessian equals its weight (see :func:`node_histogram`). Moving whole rows of codes
+hessian channel equals the count (unit weights, unit hessians; see
+:func:`node_histogram`). Moving whole rows of codes
 instead, so that a pass reads them in memory order, cost more in the partition than it
 saved in the histograms: a split then copied 32 bytes per sample after a counting pass
 over them, against 4 bytes now. The smaller child's histogram is built, the larger
@@ -114,9 +124,13 @@ N_COLUMNS = 25
 LEAF = -1
 UNDEFINED = -2
 
-# Histogram channels: weight, weighted gradient, weighted hessian, and a zero that pads a
-# (feature, bin) entry to 32 bytes, so that one vector operation adds a sample to it.
+# Histogram channels: count (a one per sample), weighted gradient, weighted hessian and
+# weight, a (feature, bin) entry of 32 bytes, which one vector operation adds a sample to.
+# The weight took the place of a zero pad: the count needed a channel of its own for
+# weighted fits, and the entry had room for it at no cost.
 N_CHANNELS = 4
+COUNT_CHANNEL = 0
+WEIGHT_CHANNEL = 3
 
 # Histogram passes over a node of at least 2 * BLOCK_ROWS samples run in parallel over
 # row blocks of at least BLOCK_ROWS samples, at most MAX_BLOCKS of them. Measured, one
@@ -177,6 +191,7 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
     for a tree's nodes before the pool has to grow (see :func:`grow_gradient_tree`).
 
     A sample is one *record*: its bin codes, then its four statistic channels (float64,
+    see :func:`_fill_sample`;
     written by the root's histogram pass of each tree), padded so that the channels
     start on a 32-byte boundary. For up to 32 one-byte codes a record is 64 bytes, one
     cache line, so that a histogram pass fetches one line per sample, wherever the
@@ -207,16 +222,16 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
 
 @nb.njit(cache=True, inline="always")
 def _fill_sample(s, statistics, stats):
-    """The channels ``(w_s, w_s g_s, w_s h_s, 0)`` of sample ``s`` into its record (the
+    """The channels ``(1, w_s g_s, w_s h_s, w_s)`` of sample ``s`` into its record (the
     last four columns of the workspace's ``stats``), from ``statistics`` (see
     :func:`grow_gradient_tree`)."""
     gradient, hessian, column, weight, use_hessian = statistics
     w = weight[s]
     first = stats.shape[1] - N_CHANNELS
-    stats[s, first] = w
+    stats[s, first] = 1.0
     stats[s, first + 1] = w * gradient[s, column]
     stats[s, first + 2] = w * hessian[s, column] if use_hessian else w
-    stats[s, first + 3] = 0.0
+    stats[s, first + 3] = w
 
 
 def clone_workspace(workspace):
@@ -404,9 +419,10 @@ def _two_lane_view(hist):
 @nb.njit(cache=True)
 def _widen(hist):
     """In place: the (gradient, hessian) histogram held by :func:`_two_lane_view` of
-    ``hist`` becomes the 4-channel ``(hessian, gradient, hessian, 0)`` one. Entries are
-    widened from the last to the first, so that none is overwritten before it is
-    read."""
+    ``hist`` becomes the 4-channel ``(hessian, gradient, hessian, hessian)`` one (count
+    and weight are the hessian sums when every sample's weight and hessian are 1).
+    Entries are widened from the last to the first, so that none is overwritten before
+    it is read."""
     flat = hist.reshape(-1)
     for e in range(hist.size // N_CHANNELS - 1, -1, -1):
         gradient = flat[2 * e]
@@ -414,7 +430,7 @@ def _widen(hist):
         flat[N_CHANNELS * e] = hessian
         flat[N_CHANNELS * e + 1] = gradient
         flat[N_CHANNELS * e + 2] = hessian
-        flat[N_CHANNELS * e + 3] = 0.0
+        flat[N_CHANNELS * e + 3] = hessian
 
 
 @nb.njit(cache=True)
@@ -434,11 +450,13 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     and then added block after block (with ``serial``, the same blocks one after the
     other, so the same sums).
 
-    ``two_lanes``: every sample's hessian channel equals its weight channel (a unit
-    hessian, as for squared error, or Friedman's least-squares fit), so the pass adds
-    only the gradient and the hessian, with 2-wide vector operations into half as much
-    memory (measured: a quarter less time per addition), and then copies the hessian
-    sums into the weight channel: the same sums, bit for bit.
+    ``two_lanes``: every sample's hessian channel equals its count and weight channels
+    (unit sample weights, and a unit hessian, as for squared error, or Friedman's
+    least-squares fit), so the pass adds only the gradient and the hessian, with 2-wide
+    vector operations into half as much memory (measured: a quarter less time per
+    addition), and then copies the hessian sums into the count and weight channels: the
+    same sums, bit for bit. With other weights the count differs from the hessian sum,
+    and the pass must add all four channels.
 
     ``fill``: the pass first writes each sample's channels into its record, from
     ``statistics`` (see :func:`grow_gradient_tree`), as it reads the record anyway: the
@@ -704,6 +722,19 @@ def _leaf_samples(table, work_index, sample_indices, serial):
         _leaf_samples_parallel(table, work_index, sample_indices)
 
 
+@nb.njit(cache=True)
+def _left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categorical,
+                 bitset_row):
+    """Total weight (channel ``WEIGHT_CHANNEL`` of one feature's histogram ``hist_f``) of
+    the samples a split sends left: the bins :func:`_goes_left` sends left, the missing
+    bin included when ``missing_left``."""
+    total = hist_f[missing_bin, WEIGHT_CHANNEL] if missing_left else 0.0
+    for b in range(n_bins_f):
+        if _goes_left(b, missing_bin, split_bin, missing_left, categorical, bitset_row):
+            total += hist_f[b, WEIGHT_CHANNEL]
+    return total
+
+
 @nb.njit(cache=True, nogil=True)
 def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                        missing_bin, bin_thresholds, feature_mask, monotonic, interaction_sets,
@@ -718,16 +749,21 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     ``max_leaf_nodes <= 0`` means unlimited;
     ``serial``: start no parallel region (the same row blocks run one after the other,
     so the tree is the same), for trees grown at once in several threads: the call
-    releases the GIL. ``two_lanes``: every sample's hessian channel equals its weight
-    channel (see :func:`node_histogram`). ``statistics``: the tuple ``(gradient,
-    hessian, column, weight, use_hessian)``; a sample's channels are ``(w_s, w_s g_s,
-    w_s h_s, 0)`` from column ``column`` of the (n_samples, n_outputs) gradients and
+    releases the GIL. ``two_lanes``: every sample's weight is 1 and its hessian channel
+    is its weight (see :func:`node_histogram`). ``statistics``: the tuple ``(gradient,
+    hessian, column, weight, use_hessian)``; a sample's channels are ``(1, w_s g_s,
+    w_s h_s, w_s)`` from column ``column`` of the (n_samples, n_outputs) gradients and
     hessians, with ``use_hessian`` False the third is ``w_s`` (Friedman's least-squares
     fit of the negative gradient); the root's histogram pass writes them into the
     samples' records (see :func:`node_histogram`).
 
+    ``min_samples_leaf`` (in ``params``) bounds each child's number of samples and
+    ``min_child_weight`` its weighted hessian sum; a node is only split when it holds
+    twice each.
+
     Returns ``(table, bitsets)``: the node table (columns above; a leaf's samples are
-    ``sample_indices[START:END]``) and the left category bitsets.
+    ``sample_indices[START:END]``; ``WEIGHT`` is a node's total sample weight) and the
+    left category bitsets.
     """
     codes, stats, work_index, histograms, columns = workspace
     n_features = n_value_bins.shape[0]
@@ -772,8 +808,9 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     queue.pop()
     queue_head = 0
 
-    # Pending nodes: the root, then the two children of each split.
-    pending_sums = np.zeros((2, 3))
+    # Pending nodes: the root, then the two children of each split. Their sums: count,
+    # weighted gradient, weighted hessian, weight (the histogram channels).
+    pending_sums = np.zeros((2, N_CHANNELS))
     pending_start = np.zeros(2, dtype=np.int64)
     pending_end = np.zeros(2, dtype=np.int64)
     pending_slot = np.full(2, -1, dtype=np.int64)
@@ -797,7 +834,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     pending_slot[0] = slot
     # Every sample falls in one bin of feature 0 (the missing bin included).
     for b in range(n_bins):
-        for c in range(3):
+        for c in range(N_CHANNELS):
             pending_sums[0, c] += pool[slot][0, b, c]
     pending_splittable[0] = True
     n_nodes = 0
@@ -823,7 +860,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
             row[MISSING_LEFT] = 0.0
             row[IS_CATEGORICAL] = 0.0
             row[GAIN] = 0.0
-            row[WEIGHT] = sums[0]
+            row[WEIGHT] = sums[WEIGHT_CHANNEL]
             row[SUM_GRADIENT] = sums[1]
             row[SUM_HESSIAN] = sums[2]
             row[VALUE] = leaf_output(sums[1], sums[2], l1, l2, max_delta_step, lower, upper)
@@ -852,7 +889,11 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                     row[SPLIT_FEATURE] = feature
                     row[SPLIT_BIN] = split_bin
                     row[SPLIT_MISSING_LEFT] = missing_left
-                    row[LEFT_WEIGHT] = feature_left[feature, 0]
+                    # The scan tracks the left count; the left weight is only
+                    # reported, so it is summed for the winner alone.
+                    row[LEFT_WEIGHT] = _left_weight(
+                        pool[slot][feature], n_value_bins[feature], missing_bin, split_bin,
+                        missing_left, is_categorical[feature] != 0, feature_bitset[feature])
                     row[LEFT_GRADIENT] = feature_left[feature, 1]
                     row[LEFT_HESSIAN] = feature_left[feature, 2]
                     if is_categorical[feature]:
@@ -904,12 +945,15 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         mid = start + n_left
         pending_half[0] = children_half
         pending_half[1] = children_half
-        pending_sums[0, 0] = row[LEFT_WEIGHT]
+        # Counts are exact in floating point: the partition's are the histograms'.
+        pending_sums[0, COUNT_CHANNEL] = n_left
         pending_sums[0, 1] = row[LEFT_GRADIENT]
         pending_sums[0, 2] = row[LEFT_HESSIAN]
-        pending_sums[1, 0] = row[WEIGHT] - row[LEFT_WEIGHT]
+        pending_sums[0, WEIGHT_CHANNEL] = row[LEFT_WEIGHT]
+        pending_sums[1, COUNT_CHANNEL] = end - mid
         pending_sums[1, 1] = row[SUM_GRADIENT] - row[LEFT_GRADIENT]
         pending_sums[1, 2] = row[SUM_HESSIAN] - row[LEFT_HESSIAN]
+        pending_sums[1, WEIGHT_CHANNEL] = row[WEIGHT] - row[LEFT_WEIGHT]
         pending_start[0] = start
         pending_end[0] = mid
         pending_start[1] = mid
@@ -939,7 +983,7 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
         for c in range(2):
             pending_splittable[c] = (
                 room and depth + 1 < max_depth
-                and pending_sums[c, 0] >= 2.0 * min_samples_leaf
+                and pending_sums[c, COUNT_CHANNEL] >= 2.0 * min_samples_leaf
                 and pending_sums[c, 2] >= 2.0 * min_child_weight
                 and pending_end[c] - pending_start[c] >= 2
             )

@@ -1,7 +1,8 @@
 """Split search on gradient statistics: the second-order gain of Chen & Guestrin (2016).
 
-A node's histogram has three channels per (feature, bin): the sample weight (the weighted
-count), the weighted gradient sum ``G`` and the weighted hessian sum ``H``. With L2
+A node's histogram has, per (feature, bin), the number of samples, the weighted gradient
+sum ``G`` and the weighted hessian sum ``H`` (and the weight sum, which no split rule
+reads: see :mod:`silva.engine.gradient_grower`). With L2
 regularisation ``lambda``, L1 regularisation ``alpha`` and ``T_alpha(G) = sign(G)
 max(|G| - alpha, 0)`` (soft thresholding, as XGBoost and LightGBM apply L1), a leaf's
 optimal weight and its score are
@@ -19,13 +20,18 @@ Candidates:
 - numeric features: every boundary between two bins, with the node's missing values sent
   right, then left (the learned default direction of XGBoost's sparsity-aware split
   finding), plus "missing versus the rest". A node that saw no missing value sends them
-  to the child with the larger weight;
+  to the child with more samples (as scikit-learn's histogram gradient boosting);
 - categorical features: the categories present in the node (and the missing values as
   one more category) sorted by ``G / (H + lambda)``, then scanned as if numeric, as
   LightGBM does (Fisher 1958 ordering: optimal for a quadratic objective). Categories the
   node never saw follow the missing values;
-- a candidate needs ``min_samples_leaf`` weight and ``min_child_weight`` hessian in each
-  child; with a monotonic constraint it must also order the children's weights.
+- a candidate needs ``min_samples_leaf`` samples and ``min_child_weight`` hessian in each
+  child; with a monotonic constraint it must also order the children's weights. The
+  first is a count, as LightGBM's ``min_data_in_leaf``, so that it means the same
+  whatever the scale of the sample weights; the second, as LightGBM's
+  ``min_sum_hessian_in_leaf``, is weighted, as are ``G``, ``H`` and therefore
+  ``lambda``, ``alpha`` and ``gamma``: multiplying every sample weight by ``c`` grows the
+  same tree when those four are multiplied by ``c`` too.
 
 Features are scanned independently (in parallel for large nodes) into per-feature
 results; the best is then picked serially, the lowest feature index winning ties, so the
@@ -125,7 +131,7 @@ def _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone, cons
 def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
                      min_child_weight, scores):
     """``scores[b]``: the children's total score (``leaf_score`` of each side) of the
-    candidate whose left child has the sums ``left[:, b]`` (weight, gradient, hessian
+    candidate whose left child has the sums ``left[:, b]`` (count, gradient, hessian
     rows), or NO_GAIN where a child is empty or breaks ``min_samples_leaf`` /
     ``min_child_weight``.
 
@@ -169,7 +175,9 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
     one vectorised pass, :func:`_children_scores`, unless monotonic bounds or
     ``max_delta_step`` apply), then the first best in candidate order.
     """
-    # A relative tolerance: after histogram subtraction an empty bin may hold rounding noise.
+    # Channel 0 counts samples, integers that histogram subtraction keeps exact; the
+    # relative tolerance (from when it held weights, which left rounding noise in empty
+    # bins) means "at least one" below 10**9 samples.
     has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
     left = scratch[:3]
     scores = scratch[3]
