@@ -623,15 +623,16 @@ def check_count_or_fraction(value, name, int_low, *, fraction_low_open=True):
     raise TypeError(f"{name} must be an int or a float; got {value!r}.")
 
 
-def check_float(value, name, low, high=np.inf, *, low_inclusive=True):
+def check_float(value, name, low, high=np.inf, *, low_inclusive=True, allow_inf=False):
     """``value`` as a finite float in [low, high] (``(low, high]`` unless
-    ``low_inclusive``); NaN and infinity are refused even when ``high`` is infinite,
-    because no parameter means anything at infinity (a learning rate of inf predicts
-    NaN)."""
+    ``low_inclusive``); NaN is refused, and so is infinity even when ``high`` is
+    infinite, because most parameters mean nothing there (a learning rate of inf
+    predicts NaN). ``allow_inf`` admits +inf for the few that do (``ccp_alpha=inf``
+    prunes a tree to its root, as in scikit-learn)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a float; got {value!r}.")
     value = float(value)
-    if not np.isfinite(value):
+    if not (np.isfinite(value) or (allow_inf and value == np.inf)):
         raise ValueError(f"{name} must be a finite number; got {value}.")
     ok_low = value >= low if low_inclusive else value > low
     if not (ok_low and value <= high):

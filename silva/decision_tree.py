@@ -135,7 +135,7 @@ class BaseDecisionTree(BaseEstimator):
             if isinstance(self.ccp_alpha, str):
                 raise ValueError(f"ccp_alpha must be a float >= 0 or 'cv'; got "
                                  f"{self.ccp_alpha!r}.")
-            _input.check_float(self.ccp_alpha, "ccp_alpha", 0.0)
+            _input.check_float(self.ccp_alpha, "ccp_alpha", 0.0, allow_inf=True)
         elif not hasattr(self.ccp_cv, "split"):
             _input.check_int(self.ccp_cv, "ccp_cv", 2)
         if self.prune is not None:

@@ -508,13 +508,20 @@ def test_learning_rate_must_be_finite(model_class, rate):
 
 
 @pytest.mark.parametrize("params", [
-    {"min_impurity_decrease": np.inf}, {"ccp_alpha": np.inf}, {"ccp_alpha": np.nan},
+    {"min_impurity_decrease": np.inf}, {"ccp_alpha": np.nan},
     {"min_weight_fraction_leaf": np.nan},
 ], ids=str)
 def test_float_parameters_must_be_finite(params):
     name = next(iter(params))
     with pytest.raises(ValueError, match=f"{name} must be a finite number"):
         DecisionTreeRegressor(**params).fit(X, Y_REG)
+
+
+def test_ccp_alpha_inf_prunes_to_the_root():
+    # ccp_alpha="cv" reports inf as the alpha of the root-only subtree, so ccp_alpha_
+    # must be usable as ccp_alpha again: inf is the one infinite parameter accepted.
+    model = DecisionTreeRegressor(ccp_alpha=np.inf).fit(X, Y_REG)
+    assert model.get_n_leaves() == 1
 
 
 @pytest.mark.parametrize("params", [

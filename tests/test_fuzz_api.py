@@ -113,7 +113,7 @@ INVALID_PARAMS = {
     "subsample": [0.0, 1.5, np.nan, np.inf],
     "l2_regularization": [-1.0, np.inf, np.nan],
     "min_impurity_decrease": [-1.0, np.inf, np.nan],
-    "ccp_alpha": [-1.0, np.inf, np.nan],
+    "ccp_alpha": [-1.0, -np.inf, np.nan],  # +inf is valid: prune to the root
     "confidence": [0.0, 1.5, np.nan],
     "min_significance": [0.0, 2.0, np.nan, np.inf],
     "class_weight": [{0: -1.0}, {0: np.inf}, {0: np.nan}, "bad", {0: 0.0, 1: 0.0, 2: 0.0}],
