@@ -59,14 +59,19 @@ def _draw_count(value, total, name):
     raise TypeError(f"{name} must be an int or a float; got {value!r}.")
 
 
+def _member_features(random_state, n_features, n_features_drawn, bootstrap_features):
+    """Column ids of a member: the first draw from its ``random_state``."""
+    if bootstrap_features:
+        return random_state.randint(0, n_features, n_features_drawn)
+    return np.sort(random_state.permutation(n_features)[:n_features_drawn])
+
+
 def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
                  bootstrap_features):
     """Row counts (n_samples,) and column ids of the member seeded with ``seed``."""
     random_state = np.random.RandomState(seed)
-    if bootstrap_features:
-        features = random_state.randint(0, n_features, n_features_drawn)
-    else:
-        features = np.sort(random_state.permutation(n_features)[:n_features_drawn])
+    features = _member_features(random_state, n_features, n_features_drawn,
+                                bootstrap_features)
     if bootstrap:
         rows = random_state.randint(0, n_samples, n_drawn)
     else:
@@ -231,9 +236,16 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
 
     @property
     def estimators_features_(self):
-        """The column ids each member was fitted on."""
+        """The column ids each member was fitted on.
+
+        Drawn again from each member's seed, without its rows: prediction reads this,
+        and never allocates the draw of rows (whose size a loaded file states).
+        """
         check_is_fitted(self, "estimators_")
-        return [self._draw(seed)[1] for seed in self._seeds]
+        _, n_features = self._fit_signature
+        _, n_features_drawn = self._draw_sizes
+        return [_member_features(np.random.RandomState(seed), n_features, n_features_drawn,
+                                 self.bootstrap_features) for seed in self._seeds]
 
     @property
     def estimators_samples_(self):

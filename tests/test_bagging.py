@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 from sklearn import ensemble
 from sklearn.base import BaseEstimator, RegressorMixin, clone
-from sklearn.datasets import make_classification, make_regression
+from sklearn.datasets import load_breast_cancer, make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
@@ -458,3 +458,14 @@ def test_default_estimator_is_a_fully_grown_silva_tree():
     assert all(type(m) is DecisionTreeClassifier and m.max_depth is None
                for m in bag.estimators_)
     assert bag.estimators_[0].random_state != bag.estimators_[1].random_state
+
+
+def test_prediction_never_draws_rows():
+    # A model file states the row counts of the draws; prediction needs each member's
+    # columns only, so an edited (huge) row count must not be allocated when predicting.
+    X, y = load_breast_cancer(return_X_y=True)
+    model = BaggingClassifier(n_estimators=4, max_features=0.5, random_state=0).fit(X, y)
+    expected = model.predict_proba(X)
+    model._fit_signature = (10**13, X.shape[1])
+    model._draw_sizes = (10**13, model._draw_sizes[1])
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
