@@ -492,38 +492,6 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
 
 
 @nb.njit(cache=True)
-def _evaluate_dense_one(j, criterion, features, hist, n_value_bins, is_categorical,
-                        missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
-                        use_random, seeds, n_classes, lower, upper, out_gain, out_bin,
-                        out_missing_left, out_constant, out_bitsets, out_lefts):
-    """Feature ``features[j]`` of :func:`_evaluate_dense_parallel`, into ``out_*[j]``.
-
-    A function of its own rather than the body of the parallel loop: numba's parallel
-    passes take time that grows fast with the size of a loop body, and the scans inlined
-    there made this the costliest kernel of a cold first fit.
-    """
-    n_channels = node_sums.shape[0]
-    n_bins = hist.shape[1]
-    f = features[j]
-    bins = np.empty(n_bins, dtype=np.int64)
-    sums = np.empty((n_bins + 1, n_channels))
-    missing = np.empty(n_channels)
-    left = np.empty(n_channels)
-    scores = np.empty(n_bins + 1)
-    n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
-                                       missing)
-    gain, last_left_bin, missing_left, constant = evaluate_feature(
-        criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
-        min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
-        left, scores, out_bitsets[j], out_lefts[j],
-    )
-    out_gain[j] = gain
-    out_bin[j] = last_left_bin
-    out_missing_left[j] = missing_left
-    out_constant[j] = constant
-
-
-@nb.njit(cache=True)
 def make_split_scratch(n_features, n_bins, n_channels, n_words):
     """Buffers one tree's split searches reuse, so that small nodes allocate nothing."""
     return (
