@@ -829,8 +829,11 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
     work_index[0, :n_total] = sample_indices
     pending_half[0] = 0
     pool, slot = _take_slot(pool, free_slots)
-    node_histogram(pool[slot], scratch_hist, parts, codes, work_index[0], stats, 0,
-                   n_total, n_features, False, serial, two_lanes, statistics, True)
+    # Flags and the start as np.bool_/np.int64, not literals: numba compiles a callee
+    # (and everything it calls) apart for each literal argument it is given.
+    node_histogram(pool[slot], scratch_hist, parts, codes, work_index[0], stats,
+                   np.int64(0), n_total, n_features, np.bool_(False), serial, two_lanes,
+                   statistics, np.bool_(True))
     pending_slot[0] = slot
     # Every sample falls in one bin of feature 0 (the missing bin included).
     for b in range(n_bins):
@@ -1002,15 +1005,15 @@ def grow_gradient_tree(workspace, sample_indices, n_value_bins, is_categorical,
                 target = scratch_hist
             node_histogram(target, pool[parent_slot], parts, codes,
                            work_index[children_half], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, True, serial, two_lanes,
-                           statistics, False)
+                           pending_end[smaller], n_features, np.bool_(True), serial,
+                           two_lanes, statistics, np.bool_(False))
             pending_slot[larger] = parent_slot
         elif pending_splittable[smaller]:
             # The parent's histogram is no longer needed: its slot takes the child's.
             node_histogram(pool[parent_slot], scratch_hist, parts, codes,
                            work_index[children_half], stats, pending_start[smaller],
-                           pending_end[smaller], n_features, False, serial, two_lanes,
-                           statistics, False)
+                           pending_end[smaller], n_features, np.bool_(False), serial,
+                           two_lanes, statistics, np.bool_(False))
             pending_slot[smaller] = parent_slot
         else:
             free_slots.append(parent_slot)
