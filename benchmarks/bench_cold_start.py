@@ -49,13 +49,13 @@ import json, sys, time
 start = time.perf_counter()
 import silva
 import_s = time.perf_counter() - start
-from sklearn.datasets import load_breast_cancer, load_diabetes
 name = sys.argv[1]
-classifier = name.endswith("Classifier")
-X, y = (load_breast_cancer if classifier else load_diabetes)(return_X_y=True)
 start = time.perf_counter()
 cls = getattr(silva, name)  # imports the estimator's module (scikit-learn, numba)
 module_s = time.perf_counter() - start
+from sklearn.datasets import load_breast_cancer, load_diabetes
+classifier = name.endswith("Classifier")
+X, y = (load_breast_cancer if classifier else load_diabetes)(return_X_y=True)
 if name.startswith(("Voting", "Stacking")):
     tree = silva.DecisionTreeClassifier if classifier else silva.DecisionTreeRegressor
     forest = silva.RandomForestClassifier if classifier else silva.RandomForestRegressor
