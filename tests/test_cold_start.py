@@ -132,11 +132,11 @@ _SMALL_KERNEL = """
 
 
 def test_compile_notice_once_then_silent_with_a_warm_cache(tmp_path):
-    cold = _run(_SMALL_KERNEL, tmp_path)
+    cold = _run(_SMALL_KERNEL, tmp_path, SILVA_COMPILE_NOTICE="1")
     assert cold.stdout.strip() == "1.5"
     assert cold.stderr.count("silva: compiling its engine for this machine") == 1
     assert "midpoint" in cold.stderr
-    warm = _run(_SMALL_KERNEL, tmp_path)
+    warm = _run(_SMALL_KERNEL, tmp_path, SILVA_COMPILE_NOTICE="1")
     assert "silva: compiling" not in warm.stderr
 
 
@@ -165,7 +165,7 @@ def test_compile_fills_the_cache_for_later_processes(tmp_path):
         import silva
         X = np.arange(40.0).reshape(20, 2)
         silva.DecisionTreeRegressor().fit(X, X[:, 0]).predict(X)
-    """, tmp_path)
+    """, tmp_path, SILVA_COMPILE_NOTICE="1")
     assert "silva: compiling" not in later.stderr
 
 
