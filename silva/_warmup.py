@@ -49,22 +49,51 @@ def _small_data(classifier, n_classes):
     return X, y
 
 
-def _compile_one(name):
-    """Fit and predict ``name`` in each of its configurations; returns the seconds taken."""
-    import silva
+def _fit_and_predict(fits):
+    """Fit (a clone of) each ``(estimator, X, y)`` of ``fits`` and predict with it, in
+    order, in this worker; returns the seconds taken."""
+    from sklearn.base import clone
 
     start = time.perf_counter()
-    estimator_class = getattr(silva, name)
-    classifier = name.endswith("Classifier")
-    for params in _CONFIGURATIONS[name]:
-        # Binary and multiclass classification take different loss kernels in boosting.
-        for n_classes in ((2, 3) if classifier else (0,)):
-            X, y = _small_data(classifier, n_classes)
-            model = estimator_class(**params).fit(X, y)
-            model.predict(X)
-            if classifier:
-                model.predict_proba(X)
+    for estimator, X, y in fits:
+        model = clone(estimator).fit(X, y)
+        model.predict(X)
+        if hasattr(model, "predict_proba"):
+            model.predict_proba(X)
     return time.perf_counter() - start
+
+
+def fit_in_workers(jobs, n_jobs=None, on_done=None):
+    """Run each job (a list of ``(estimator, X, y)``) in a worker process.
+
+    The fits compile what they reach into numba's on-disk cache, where this process
+    (and every later one) then finds it. Jobs run in parallel, up to ``n_jobs`` at a
+    time (the number of CPUs by default), in fresh ("spawn") interpreters whose own
+    compile notices are silenced. ``on_done(index, seconds)`` is called as each job
+    finishes, in job order. Returns the seconds each job took.
+    """
+    n_jobs = (os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
+    if n_jobs < 1:
+        raise ValueError(f"n_jobs must be >= 1; got {n_jobs}.")
+    seconds = []
+    # Workers inherit the environment when they start (and may import silva's engine
+    # before any initializer runs): the parent says once that kernels are compiling.
+    notice = os.environ.get("SILVA_COMPILE_NOTICE")
+    os.environ["SILVA_COMPILE_NOTICE"] = "0"
+    try:
+        with ProcessPoolExecutor(max_workers=max(1, min(n_jobs, len(jobs))),
+                                 mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(_fit_and_predict, job) for job in jobs]
+            for index, future in enumerate(futures):
+                seconds.append(future.result())
+                if on_done is not None:
+                    on_done(index, seconds[-1])
+    finally:
+        if notice is None:
+            del os.environ["SILVA_COMPILE_NOTICE"]
+        else:
+            os.environ["SILVA_COMPILE_NOTICE"] = notice
+    return seconds
 
 
 def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the builtin on purpose
@@ -90,21 +119,24 @@ def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the buil
     >>> import silva
     >>> seconds = silva.compile(["DecisionTreeClassifier"])  # doctest: +SKIP
     """
+    import silva
+
     names = list(_CONFIGURATIONS) if estimators is None else list(estimators)
     unknown = [name for name in names if name not in _CONFIGURATIONS]
     if unknown:
         raise ValueError(f"silva.compile: unknown estimator(s) {unknown}; choose from "
                          f"{sorted(_CONFIGURATIONS)}.")
-    n_jobs = (os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs must be >= 1; got {n_jobs}.")
-    seconds = {}
-    # Fresh interpreters ("spawn"): a forked child would inherit this process's state.
-    with ProcessPoolExecutor(max_workers=min(n_jobs, len(names)),
-                             mp_context=get_context("spawn")) as pool:
-        futures = {name: pool.submit(_compile_one, name) for name in names}
-        for name, future in futures.items():
-            seconds[name] = future.result()
-            if verbose:
-                print(f"{name}: {seconds[name]:.1f} s", flush=True)
-    return seconds
+    jobs = []
+    for name in names:
+        estimator_class = getattr(silva, name)
+        classifier = name.endswith("Classifier")
+        # Binary and multiclass classification take different loss kernels in boosting.
+        jobs.append([(estimator_class(**params), *_small_data(classifier, n_classes))
+                     for params in _CONFIGURATIONS[name]
+                     for n_classes in ((2, 3) if classifier else (0,))])
+
+    def report(index, seconds):
+        if verbose:
+            print(f"{names[index]}: {seconds:.1f} s", flush=True)
+
+    return dict(zip(names, fit_in_workers(jobs, n_jobs, report), strict=True))

@@ -159,7 +159,10 @@ def test_compile_fills_the_cache_for_later_processes(tmp_path):
         import silva
         print(silva.compile(["DecisionTreeRegressor"], n_jobs=1))
     """
-    _run(code, tmp_path, SILVA_COMPILE_NOTICE="0")
+    compiling = _run(code, tmp_path, SILVA_COMPILE_NOTICE="1")
+    # The workers compile without a notice each: the caller asked for the compile.
+    assert "silva: compiling" not in compiling.stderr
+    assert "'DecisionTreeRegressor':" in compiling.stdout
     later = _run("""
         import numpy as np
         import silva
