@@ -231,9 +231,11 @@ def _c45_features_parallel(X, sample_indices, node_weights, y, n_classes, is_cat
     # every array allocation into a parallel region, each costing a thread wake-up.
     for f in nb.prange(X.shape[1]):
         if allowed[f]:
+            # np.int64(f): prange's index is unsigned, and an unsigned f would compile
+            # _c45_feature a second time beside the serial loop's int64 one.
             gain[f], split_info[f], threshold[f] = _c45_feature(
-                X, f, sample_indices, node_weights, y, n_classes, is_categorical, n_values,
-                min_objects, value_grid, n_grid, total)
+                X, np.int64(f), sample_indices, node_weights, y, n_classes, is_categorical,
+                n_values, min_objects, value_grid, n_grid, total)
 
 
 @nb.njit(cache=True)
