@@ -4,8 +4,9 @@ numba compiles each kernel on its first call and caches the machine code on disk
 :mod:`silva.engine.compile_notice`). A container image, a CI job or a teaching lab that
 wants every user's first fit to be fast runs this once, after installing silva: it fits
 each chosen estimator on a few dozen rows, with the options users start from, in
-parallel worker processes (compiling is single-threaded, and estimators share few
-kernels), and predicts with it, so that the cache holds what those calls reach.
+parallel worker processes (compiling is single-threaded; kernels that estimators
+share may be compiled by more than one worker), and predicts with it, so that the
+cache holds what those calls reach.
 
 Kernels that a configuration reaches only with other options (another criterion, loss
 or splitter) are compiled when first used, as without warm-up.
@@ -50,13 +51,11 @@ def _small_data(classifier, n_classes):
 
 
 def _fit_and_predict(fits):
-    """Fit (a clone of) each ``(estimator, X, y)`` of ``fits`` and predict with it, in
-    order, in this worker; returns the seconds taken."""
-    from sklearn.base import clone
-
+    """Fit each ``(estimator, X, y)`` of ``fits`` (a copy unpickled in this worker) and
+    predict with it, in order; returns the seconds taken."""
     start = time.perf_counter()
     for estimator, X, y in fits:
-        model = clone(estimator).fit(X, y)
+        model = estimator.fit(X, y)
         model.predict(X)
         if hasattr(model, "predict_proba"):
             model.predict_proba(X)

@@ -31,8 +31,6 @@ features). Each feature's random numbers come from its own seed, drawn on the ca
 thread, so the result does not depend on how features are spread over threads.
 """
 
-import functools
-
 import numba as nb
 import numpy as np
 
@@ -91,9 +89,9 @@ def _make_scans(proxy, criterion_name):
     (:mod:`silva.engine.criteria`). numba inlines it into the scan loops only when it is
     a compile-time constant, so each criterion gets its own compiled copy of the scans,
     which :func:`split_finder` binds into that criterion's copy of the split search.
-    Measured alternatives: a branch
-    on the criterion per candidate made the loop four times slower (28 ns per candidate
-    against 7), and a function passed as an argument defeated numba's on-disk cache.
+    Measured alternatives: a branch on the criterion per candidate made the loop four
+    times slower (28 ns per candidate against 7), and a function passed as an argument
+    defeated numba's on-disk cache.
     """
 
     def scan_numeric(bins, sums, n_present, missing, node_sums, min_samples_leaf,
@@ -668,14 +666,13 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-@functools.cache
 def split_finder(criterion):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
     search) and nothing else, so a first fit compiles one criterion rather than all of
-    them (see :mod:`silva.engine.specialize`). Criteria that bind the same kernels share
-    one copy.
+    them (see :mod:`silva.engine.specialize`, which also keeps each copy, so that
+    criteria binding the same kernels share one).
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
