@@ -675,7 +675,7 @@ class Table:
         if self.source != "CSV":
             return []
         self.check_columns(names)
-        notes, problems, bad_of = [], [], {}
+        notes, problems = [], []
         for name in names:
             cells = self._cells(name)
             if not _is_text(cells):
@@ -689,8 +689,7 @@ class Table:
                 continue
             listing = _bad_cell_listing(cells, bad)
             if bad_cells == "error":
-                problems.append((name, n_bad, listing))
-                bad_of[name] = bad
+                problems.append((name, n_bad, listing, bad))
             elif bad_cells == "missing":
                 self._set_numbers(name, values)
                 notes.append(f"column {name!r}: {_cells_phrase(n_bad)} read as "
@@ -699,9 +698,9 @@ class Table:
                 notes.append(f"column {name!r} read as text (--bad-cells=text), though "
                              f"all its cells but {listing} are numbers")
         if problems:
-            name, n_bad, listing = problems[0]
+            name, n_bad, listing, bad = problems[0]
             if n_bad == 1:
-                row = int(np.flatnonzero(bad_of[name])[0])
+                row = int(np.flatnonzero(bad)[0])
                 cell = str(np.asarray(self._cells(name), dtype=object)[row])
                 found = f"row {row + 1} holds {cell!r}"
             else:
@@ -711,7 +710,7 @@ class Table:
                        "--bad-cells=missing to read such cells as missing values "
                        "(--bad-cells=text reads the column as text)")
             if len(problems) > 1:
-                others = ", ".join(f"{n!r} ({_cells_phrase(k)})" for n, k, _ in problems[1:])
+                others = ", ".join(f"{n!r} ({_cells_phrase(k)})" for n, k, _, _ in problems[1:])
                 message += f"; so do column{'s' if len(problems) > 2 else ''} {others}"
             raise CLIError(message)
         return notes
@@ -916,12 +915,6 @@ def _feature_names(model, info):
     return names
 
 
-def _model_features(model, info, table):
-    names = _feature_names(model, info)
-    table.check_columns(names, what="feature column")
-    return table.features(names)
-
-
 def describe_columns(table, roles) -> str:
     """A table of the columns of ``table``: name, type as read, missing cells, and the
     role given in ``roles`` (``"not used"`` for the others)."""
@@ -1101,7 +1094,7 @@ def command_predict(args, out) -> int:
     names = _feature_names(model, info)
     table.check_columns(names, what="feature column")
     settle_columns(args, table, names, dict.fromkeys(names, "feature"))
-    X = _model_features(model, info, table)
+    X = table.features(names)
     predicted = _predict(model, X, args.proba)
     if args.proba:
         header = [f"proba_{c}" for c in np.asarray(model.classes_).tolist()]
@@ -1166,7 +1159,7 @@ def command_evaluate(args, out) -> int:
     settle_columns(args, table, [*names, target] if target not in names else names, roles)
     y = table.column(target)
     _check_target(y, target, table, "be scored")
-    X = _model_features(model, info, table)
+    X = table.features(names)
     try:
         rows = evaluation_metrics(model, X, y)
     except (ValueError, TypeError) as error:

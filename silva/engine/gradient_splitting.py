@@ -175,10 +175,8 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
     one vectorised pass, :func:`_children_scores`, unless monotonic bounds or
     ``max_delta_step`` apply), then the first best in candidate order.
     """
-    # Channel 0 counts samples, integers that histogram subtraction keeps exact; the
-    # relative tolerance (from when it held weights, which left rounding noise in empty
-    # bins) means "at least one" below 10**9 samples.
-    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
+    # Channel 0 counts samples: integers, which histogram subtraction keeps exact.
+    has_missing = hist_f[missing_bin, 0] > 0.0
     left = scratch[:3]
     scores = scratch[3]
     best = NO_GAIN
@@ -229,7 +227,7 @@ def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, up
     missing values go left, so that they follow the missing values) and returns
     ``(children_score, missing_go_left)``.
     """
-    has_missing = hist_f[missing_bin, 0] > 1e-9 * node_sums[0]
+    has_missing = hist_f[missing_bin, 0] > 0.0
     entries = np.empty(n_bins_f + 1, dtype=np.int64)
     scores = np.empty(n_bins_f + 1)
     n_entries = 0
