@@ -433,18 +433,18 @@ def regression_target(y):
     return y
 
 
-def check_target_scale(y, sample_weight, *, centre=True):
+def check_target_scale(y, sample_weight):
     """Refuse a regression target whose weighted moments overflow float64.
 
     Split scores and Newton gains square sums of ``w (y - c)`` over a node (``c`` the
-    weighted mean of y when ``centre``, else 0): the variance proxy ``(sum w y)^2 / w``,
+    weighted mean of y): the variance proxy ``(sum w y)^2 / w``,
     boosting's ``G^2 / (H + lambda)``. When ``(sum w |y - c|)^2`` or ``sum w (y - c)^2``
     is not finite, every candidate scores inf or NaN and the model silently stays a
     constant, so this is a ValueError that says the target is too large.
     """
     with np.errstate(over="ignore", invalid="ignore"):
         total = sample_weight.sum()
-        centre_value = float(np.sum(sample_weight * y) / total) if centre else 0.0
+        centre_value = float(np.sum(sample_weight * y) / total)
         deviation = np.abs(y - centre_value)
         first = float(np.sum(sample_weight * deviation))
         second = float(np.sum(sample_weight * deviation * deviation))
@@ -548,18 +548,15 @@ def class_weight_per_sample(class_weight, y, classes, *, options=("balanced",)):
     unweighted = []
     used = 0
     for i, label in enumerate(classes):
-        try:
-            key = int(label)
-        except (TypeError, ValueError):
-            key = str(label)
+        key = _label_key(label)
         if key in class_weight:
             weights[i] = float(class_weight[key])
             used += 1
         else:
             unweighted.append(label.item() if isinstance(label, np.generic) else label)
     if unweighted and used != len(class_weight):
-        unknown = [k for k in class_weight if not any(
-            _same_label(k, label) for label in classes)]
+        keys = {_label_key(label) for label in classes}
+        unknown = [k for k in class_weight if k not in keys]
         raise ValueError(f"class_weight has the labels {unknown}, which are not classes of "
                          f"y, and no weight for the classes {unweighted}; its keys must be "
                          f"labels of y (the classes are {classes.tolist()}).")
@@ -567,14 +564,16 @@ def class_weight_per_sample(class_weight, y, classes, *, options=("balanced",)):
         raise ValueError(f"class_weight gives every class of y weight zero "
                          f"({dict(zip(classes.tolist(), weights.tolist(), strict=True))}); "
                          "at least one class needs a positive weight.")
-    return compute_sample_weight(class_weight, y)
+    return weights[np.searchsorted(classes, y)]
 
 
-def _same_label(key, label):
+def _label_key(label):
+    """The key a class_weight dict gives ``label`` (scikit-learn's rule: ``int`` when the
+    label converts, else ``str``)."""
     try:
-        return key == int(label)
+        return int(label)
     except (TypeError, ValueError):
-        return key == str(label)
+        return str(label)
 
 
 def apply_class_weight(sample_weight, factors):

@@ -168,13 +168,11 @@ def _check_finite(array, where, what, mask=None):
 
 def _tree_structure(left, right, where):
     """Refuse children that do not form one tree rooted at node 0 (see the module
-    docstring): ``right`` is None for packed trees, where it is ``left + 1``."""
+    docstring)."""
     n = left.shape[0]
     ids = np.arange(n)
     leaf = left == -1
-    if right is None:
-        right = np.where(leaf, -1, left + 1)
-    elif np.any(leaf & (right != -1)):
+    if np.any(leaf & (right != -1)):
         node = _first(leaf & (right != -1))
         _fail(where, f"node {node}: a leaf (left child -1) with right child {right[node]}")
     internal = ~leaf
@@ -842,7 +840,6 @@ def check_model(model, context):
         elif isinstance(value, PackedTrees):
             if id(value) not in context.checked_packings:
                 _fail(where, "packed trees that were not checked")
-            tree_shape = (value.n_features, None)
             if owner is not None and value.n_features != vars(owner)["n_features_in_"]:
                 _fail(where, f"the packed trees have {value.n_features} features, but "
                       f"{owner_where} has n_features_in_ = {vars(owner)['n_features_in_']}")

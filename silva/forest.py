@@ -187,14 +187,13 @@ class BaseForest(PersistenceMixin, BaseEstimator):
             seed = int(new_seeds[t])
             weight = sample_weight
             if self.bootstrap:
-                counts = _bootstrap_counts(seed, n_samples, n_drawn)
-                weight = weight * counts
+                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
                 if not np.any(weight > 0):
                     # The tree would have no class distribution and no mean to predict
                     # (its probabilities summed to zero).
                     raise ValueError(
                         f"the bootstrap sample of tree {n_existing + t} drew "
-                        f"{int(counts.sum())} samples, all of zero sample_weight, and has "
+                        f"{n_drawn} samples, all of zero sample_weight, and has "
                         "nothing to fit; give more samples a positive sample_weight, "
                         "draw more (max_samples) or set bootstrap=False.")
             if getattr(self, "class_weight", None) == "balanced_subsample":

@@ -717,13 +717,12 @@ class _VerifiedArchive:
             version = manifest["format_version"]
         except (ValueError, KeyError, TypeError, RecursionError):
             raise ValueError(f"{self.name!s} has a malformed manifest.") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
+        if manifest.get("format") != FORMAT_NAME:
             raise ValueError(f"{self.name!s} is not a silva model file (format "
                              f"{manifest.get('format')!r}).")
         if type(version) is not int or version > FORMAT_VERSION:
             raise ValueError(f"{self.name!s} has model format version {version}; this silva "
                              f"reads versions up to {FORMAT_VERSION}. Upgrade silva.")
-        self.format_version = version
         if not isinstance(members, dict) or MODEL_JSON not in members or not all(
                 isinstance(entry, dict) and type(entry.get("size")) is int
                 and entry["size"] >= 0 and isinstance(entry.get("sha256"), str)

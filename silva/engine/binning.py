@@ -595,9 +595,11 @@ class Binner:
         # the quantile bins of numeric features. The CART and boosting estimators keep
         # codes below max_bins; ID3 bins numeric features into few bins and takes any
         # number of categories, which then set the width of the per-bin arrays.
-        n_codes = [int(np.nanmax(X[:, f])) + 1 for f in np.flatnonzero(self.is_categorical)
-                   if not np.isnan(X[:, f]).all()]
-        width = max([max_bins, *n_codes])
+        n_categories = {}
+        for f in np.flatnonzero(self.is_categorical):
+            present = X[:, f][~np.isnan(X[:, f])]
+            n_categories[f] = int(present.max()) + 1 if present.size else 1
+        width = max([max_bins, *n_categories.values()])
         self.bin_thresholds_ = np.full((n_features, max(max_bins - 1, 1)), np.inf)
         self.bin_lower_ = np.zeros((n_features, width))
         self.bin_upper_ = np.zeros((n_features, width))
@@ -618,14 +620,11 @@ class Binner:
                 X_edges, numeric, max_bins, self.bin_thresholds_, self.bin_lower_,
                 self.bin_upper_, self.n_value_bins_, keys, buffers,
             )
-        for f in np.flatnonzero(self.is_categorical):
-            column = X[:, f]
-            present = column[~np.isnan(column)]
-            n_categories = int(present.max()) + 1 if present.size else 1
-            self.n_value_bins_[f] = n_categories
-            codes = np.arange(n_categories, dtype=np.float64)
-            self.bin_lower_[f, :n_categories] = codes
-            self.bin_upper_[f, :n_categories] = codes
+        for f, n_codes in n_categories.items():
+            self.n_value_bins_[f] = n_codes
+            codes = np.arange(n_codes, dtype=np.float64)
+            self.bin_lower_[f, :n_codes] = codes
+            self.bin_upper_[f, :n_codes] = codes
         self.missing_bin_ = int(self.n_value_bins_.max())
         self.dtype_ = np.uint8 if self.missing_bin_ <= 255 else np.uint16
         return self
