@@ -31,7 +31,7 @@ from silva import _input
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
-from silva.engine.grower import compiled_grower
+from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
 from silva.engine.pruning import (
     cost_complexity_path,
     held_out_losses,
@@ -221,19 +221,18 @@ class BaseDecisionTree(BaseEstimator):
         histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
 
-        table, values, bitsets = compiled_grower(criterion_code)(
-            bin_codes, codes_by_sample, stats,
-            np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
-            binner.n_value_bins_,
-            self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-            binner.bin_lower_, binner.bin_upper_,
-            criterion_code, n_classes, n_values,
-            rules["max_depth"], rules["min_samples_split"], rules["min_samples_leaf"],
-            rules["min_weight_leaf"], rules["max_leaf_nodes"],
-            float(self.min_impurity_decrease), self.max_features_,
-            self.splitter == "random", seed, histogram_min_samples, PARALLEL_MIN_WORK,
-            n_words, float(min_significance),
-        )
+        data = CartData(bin_codes, codes_by_sample, binner.n_value_bins_,
+                        self.is_categorical_.astype(np.uint8), np.int64(binner.missing_bin_),
+                        binner.bin_lower_, binner.bin_upper_, np.int64(n_words))
+        grow_rules = cart_rules(
+            criterion_code, n_classes, n_values, rules["max_depth"],
+            rules["min_samples_split"], rules["min_samples_leaf"], rules["min_weight_leaf"],
+            rules["max_leaf_nodes"], self.min_impurity_decrease, self.max_features_,
+            self.splitter == "random", histogram_min_samples, PARALLEL_MIN_WORK,
+            min_significance)
+        samples = CartSamples(stats, np.asarray(y, dtype=np.float64), sample_weight,
+                              sample_indices, seed)
+        table, values, bitsets = compiled_grower(criterion_code)(data, grow_rules, samples)
         n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
         return Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
 

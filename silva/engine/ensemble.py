@@ -46,7 +46,7 @@ FEATURE_MASK = np.uint32((1 << 30) - 1)
 MISSING_LEFT_BIT = 31
 CATEGORICAL_BIT = 30
 MAX_WALK_FEATURES = 1 << 30
-# What a tree stores as the threshold of a leaf (:data:`silva.engine.grower.UNDEFINED`).
+# What a tree stores as the threshold of a leaf (:data:`silva.engine.nodes.UNDEFINED`).
 LEAF_THRESHOLD = -2.0
 
 

@@ -20,9 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from silva.engine import grower as g
 from silva.engine.binning import Binner
-from silva.engine.grower import compiled_grower
+from silva.engine.grower import CartSamples, cart_data, cart_rules, compiled_grower
 from silva.engine.tree import Tree
 
 # No parallel region inside a tree grown in a worker thread (see the module docstring).
@@ -110,21 +109,21 @@ def grow_one(data, rules, task, parallel_min_work):
     """Grow the tree of ``task`` on ``data`` (see :func:`silva.engine.grower.grow_tree`)."""
     sample_indices = task.sample_indices.copy()
     # The grower releases the GIL, so that threads grow trees at once.
-    table, values, bitsets = compiled_grower(rules.criterion)(
-        data.bin_codes, data.codes_by_sample, task.stats, task.y, task.weight,
-        sample_indices, data.n_value_bins, data.is_categorical, data.missing_bin,
-        data.bin_lower, data.bin_upper, rules.criterion, rules.n_classes, rules.n_values,
-        rules.max_depth, rules.min_samples_split, rules.min_samples_leaf,
-        task.min_weight_leaf, rules.max_leaf_nodes, rules.min_impurity_decrease,
-        rules.max_features, rules.use_random, task.seed, rules.histogram_min_samples,
-        parallel_min_work, data.n_words, rules.min_significance,
-    )
+    grow_rules = cart_rules(
+        rules.criterion, rules.n_classes, rules.n_values, rules.max_depth,
+        rules.min_samples_split, rules.min_samples_leaf, task.min_weight_leaf,
+        rules.max_leaf_nodes, rules.min_impurity_decrease, rules.max_features,
+        rules.use_random, rules.histogram_min_samples, parallel_min_work,
+        rules.min_significance)
+    samples = CartSamples(task.stats, task.y, task.weight, sample_indices, task.seed)
+    table, values, bitsets = compiled_grower(rules.criterion)(cart_data(data), grow_rules,
+                                                              samples)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them
     # for every node.
-    return GrownTree(tree, sample_indices, table[:, g.START].astype(np.int32),
-                     table[:, g.END].astype(np.int32))
+    return GrownTree(tree, sample_indices, table["start"].astype(np.int32),
+                     table["end"].astype(np.int32))
 
 
 def iter_grown_trees(data, rules, make_task, n_trees, n_threads):

@@ -24,8 +24,6 @@ import numba as nb
 import numpy as np
 import scipy.sparse
 
-from silva.engine import grower as g
-
 
 @nb.njit(cache=True, inline="always")
 def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
@@ -154,20 +152,21 @@ class Tree:
 
     @classmethod
     def from_grower(cls, table, values, bitsets, n_features, n_classes, n_categories=None):
-        """Wrap the node table returned by :func:`silva.engine.grower.grow_tree`."""
+        """Wrap the node table (:data:`silva.engine.nodes.CART_NODE` records) and arrays
+        returned by :func:`silva.engine.grower.grow_tree`."""
         return cls(
             n_features, n_classes,
-            children_left=table[:, g.LEFT].astype(np.intp),
-            children_right=table[:, g.RIGHT].astype(np.intp),
-            feature=table[:, g.FEATURE].astype(np.intp),
-            threshold=table[:, g.THRESHOLD],
-            missing_go_to_left=table[:, g.MISSING_LEFT].astype(np.uint8),
-            is_categorical=table[:, g.IS_CATEGORICAL] != 0,
+            children_left=table["left"].astype(np.intp),
+            children_right=table["right"].astype(np.intp),
+            feature=table["feature"].astype(np.intp),
+            threshold=table["threshold"],
+            missing_go_to_left=table["missing_left"].astype(np.uint8),
+            is_categorical=table["is_categorical"],
             category_bitsets=bitsets,
             value=values,
-            impurity=table[:, g.IMPURITY],
-            n_node_samples=np.rint(table[:, g.N_SAMPLES]).astype(np.intp),
-            weighted_n_node_samples=table[:, g.WEIGHTED_N],
+            impurity=table["impurity"],
+            n_node_samples=np.rint(table["n_samples"]).astype(np.intp),
+            weighted_n_node_samples=table["weighted_n"],
             n_categories=n_categories,
         )
 
