@@ -44,7 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 from silva import _input
 from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.engine import gradient_grower as gg
-from silva.engine import losses
+from silva.engine import gradient_histogram, leaf_values, losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import (
@@ -56,6 +56,7 @@ from silva.engine.gradient_splitting import (
     MIN_SPLIT_GAIN,
     N_PARAMS,
 )
+from silva.engine.nodes import LEAF, UNDEFINED
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
 from silva.persistence import PersistenceMixin
@@ -121,15 +122,13 @@ class _IterationGrower:
     passes.
     """
 
-    def __init__(self, workspace, use_hessian, two_lanes, n_threads, args_before_mask,
-                 args_before_seed, n_words):
+    def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
         self.two_lanes = two_lanes
         self.n_threads = n_threads
-        self.args_before_mask = args_before_mask
-        self.args_before_seed = args_before_seed
-        self.n_words = n_words
+        self.data = data
+        self.rules = rules
 
     def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
              serial):
@@ -140,9 +139,10 @@ class _IterationGrower:
         chunksize = numba.set_parallel_chunksize(1)
         try:
             table, bitsets = gg.grow_gradient_tree(
-                workspace, sample_indices, *self.args_before_mask, feature_mask,
-                *self.args_before_seed, seed, self.n_words, serial, self.two_lanes,
-                (grad, hess, column, weight, self.use_hessian))
+                workspace, self.data, self.rules, sample_indices, feature_mask, seed,
+                np.bool_(serial), gradient_histogram.GradientStatistics(
+                    grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
+                    np.bool_(self.two_lanes)))
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
@@ -155,7 +155,7 @@ class _IterationGrower:
                               serial=False)
                     for k, (mask, seed) in enumerate(draws)]
         while len(self.workspaces) < n_workers:
-            self.workspaces.append(gg.clone_workspace(self.workspaces[0]))
+            self.workspaces.append(gradient_histogram.clone_workspace(self.workspaces[0]))
         free = queue.SimpleQueue()
         for workspace in self.workspaces[:n_workers]:
             free.put(workspace)
@@ -522,9 +522,10 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         # The grower reads each sample's codes and statistics as one record (see
         # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
         n_bins = binner.missing_bin_ + 1
-        workspace = gg.make_workspace(binner.transform(X), n_bins,
-                                      gg.pool_slots_for(p["max_leaf_nodes"], n_features, n_bins))
-        codes = workspace[0]
+        workspace = gradient_histogram.make_workspace(
+            binner.transform(X), n_bins,
+            gradient_histogram.pool_slots_for(p["max_leaf_nodes"], n_features, n_bins))
+        codes = workspace.codes
         self._n_trees_per_iteration = K
         self.n_trees_per_iteration_ = K
         n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
@@ -585,11 +586,11 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                      and bool(np.all(sample_weight == 1.0)))
         grower = _IterationGrower(
             workspace, use_hessian, two_lanes, choice.threads,
-            (binner.n_value_bins_, self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-             binner.bin_thresholds_),
-            (monotonic, interaction_sets, params, p["max_depth"], p["max_leaf_nodes"],
-             self.growth == "depthwise", n_bynode),
-            n_words)
+            gg.gradient_data(binner.n_value_bins_, self.is_categorical_.astype(np.uint8),
+                             binner.missing_bin_, binner.bin_thresholds_, n_words),
+            gg.gradient_rules(params, p["max_depth"], p["max_leaf_nodes"],
+                              self.growth == "depthwise", n_bynode, monotonic,
+                              interaction_sets))
         iterations = progress(range(begin, end), total=end - begin,
                               enabled=bool(self.verbose), desc=type(self).__name__)
         try:
@@ -637,16 +638,17 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
                     self._timings["leaf_values"] += t3 - t2
                     chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
                     try:
-                        gg.add_leaf_values(raw, k, sample_indices, table, values)
+                        leaf_values.add_leaf_values(raw, k, sample_indices, table, values)
                     finally:
                         numba.set_parallel_chunksize(chunksize)
                     if out_of_bag is not None and out_of_bag.size:
-                        gg.add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
-                                                  binner.missing_bin_, values)
+                        leaf_values.add_leaf_values_binned(
+                            raw, k, out_of_bag, codes, table, bitsets, binner.missing_bin_,
+                            values)
                     tree = _make_tree(table, bitsets, values, n_features, tree_categories)
                     self._timings["update"] += time.perf_counter() - t3
                     iteration_trees.append(tree)
-                    gains.append(np.where(is_leaf, 0.0, table[:, gg.GAIN]))
+                    gains.append(np.where(is_leaf, 0.0, table["gain"]))
                     for e in evals:
                         e[4][:, k] += values[tree.apply(e[1])]
                 trees.extend(iteration_trees)
@@ -698,24 +700,23 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         search (Friedman's median or quantile) or, for ``boosting="gradient"`` on other
         losses, by a Newton step on each leaf's gradient and hessian sums.
         """
-        values = table[:, gg.VALUE].copy()
-        is_leaf = table[:, gg.LEFT] == gg.LEAF
+        values = table["value"].copy()
+        is_leaf = table["left"] == LEAF
         if line_search is not None:
             leaves = np.flatnonzero(is_leaf)
             searched = np.empty(len(leaves))
             losses.leaf_line_search(
                 0 if line_search == "quantile" else 1, loss.line_search_param(),
                 float(loss.param), y, np.ascontiguousarray(raw[:, column]), weight,
-                sample_indices, table[leaves, gg.START].astype(np.int64),
-                table[leaves, gg.END].astype(np.int64), searched)
-            values[leaves] = np.clip(searched, table[leaves, gg.LOWER],
-                                     table[leaves, gg.UPPER])
+                sample_indices, table["start"][leaves], table["end"][leaves], searched)
+            values[leaves] = np.clip(searched, table["lower"][leaves],
+                                     table["upper"][leaves])
         elif newton_step:
             leaf_gh = np.empty((table.shape[0], 2))
-            gg.leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
+            leaf_values.leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
             for node in np.flatnonzero(is_leaf):
-                values[node] = _newton_value(leaf_gh[node], params, table[node, gg.LOWER],
-                                             table[node, gg.UPPER])
+                values[node] = _newton_value(leaf_gh[node], params, table["lower"][node],
+                                             table["upper"][node])
         values *= learning_rate
         return values, is_leaf
 
@@ -799,20 +800,20 @@ def _newton_value(sums, params, lower, upper):
 
 
 def _make_tree(table, bitsets, values, n_features, n_categories):
-    leaf = table[:, gg.LEFT] == gg.LEAF
+    leaf = table["left"] == LEAF
     return Tree(
         n_features, 1,
-        children_left=table[:, gg.LEFT].astype(np.intp),
-        children_right=table[:, gg.RIGHT].astype(np.intp),
-        feature=np.where(leaf, gg.UNDEFINED, table[:, gg.FEATURE]).astype(np.intp),
-        threshold=np.where(leaf, gg.UNDEFINED, table[:, gg.THRESHOLD]),
-        missing_go_to_left=table[:, gg.MISSING_LEFT].astype(np.uint8),
-        is_categorical=table[:, gg.IS_CATEGORICAL] != 0,
+        children_left=table["left"].astype(np.intp),
+        children_right=table["right"].astype(np.intp),
+        feature=np.where(leaf, UNDEFINED, table["feature"]).astype(np.intp),
+        threshold=np.where(leaf, UNDEFINED, table["threshold"]),
+        missing_go_to_left=table["missing_left"].astype(np.uint8),
+        is_categorical=table["is_categorical"],
         category_bitsets=bitsets,
         value=values,
         impurity=np.zeros(table.shape[0]),
-        n_node_samples=(table[:, gg.END] - table[:, gg.START]).astype(np.intp),
-        weighted_n_node_samples=table[:, gg.WEIGHT],
+        n_node_samples=(table["end"] - table["start"]).astype(np.intp),
+        weighted_n_node_samples=table["weight"],
         n_categories=n_categories,
     )
 

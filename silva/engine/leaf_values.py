@@ -1,0 +1,67 @@
+"""Leaf updates of boosting: a tree's leaf values added to the raw predictions, and the
+per-leaf gradient sums of a Newton line search, over the leaf sample ranges that
+:func:`silva.engine.gradient_grower.grow_gradient_tree` leaves."""
+
+import numba as nb
+import numpy as np
+
+from silva.engine.gradient_histogram import _prefetch
+from silva.engine.nodes import LEAF
+from silva.engine.partition import goes_left
+
+# How many samples ahead add_leaf_values prefetches a sample's raw prediction.
+UPDATE_PREFETCH_ROWS = 64
+
+
+@nb.njit(cache=True, parallel=True)
+def add_leaf_values(raw, column, sample_indices, table, leaf_values):
+    """``raw[s, column] += leaf_values[node]`` for the samples of every leaf of ``table``;
+    ``raw`` column-major, as boosting keeps it (the prefetch addresses assume a
+    contiguous column; on another layout they would only miss, the sums stay right).
+
+    A leaf's samples are increasing but spread over all of ``raw``, a cache line each,
+    which the CPU cannot guess: the pass asks for the line of the sample
+    ``UPDATE_PREFETCH_ROWS`` further on (800,000 samples in 31 leaves, caches cold: 2.2
+    against 3.2 ms; 16 and 32 ahead gained less, 128 and 256 no more)."""
+    target = raw[:, column]
+    for node in nb.prange(table.shape[0]):
+        if table[node].left != LEAF:
+            continue
+        value = leaf_values[node]
+        start = table[node].start
+        end = table[node].end
+        for i in range(start, end):
+            _prefetch(target, np.int64(sample_indices[min(i + UPDATE_PREFETCH_ROWS, end - 1)]))
+            target[sample_indices[i]] += value
+
+
+@nb.njit(cache=True, parallel=True)
+def add_leaf_values_binned(raw, column, rows, codes, table, bitsets, missing_bin,
+                           leaf_values):
+    """``raw[s, column] += leaf_values[leaf of s]`` for ``s`` in ``rows``, walking the tree on
+    the row-major bin ``codes`` (samples the tree was not grown on: out-of-bag ones)."""
+    for k in nb.prange(rows.shape[0]):
+        s = rows[k]
+        node = 0
+        while table[node].left != LEAF:
+            row = table[node]
+            if goes_left(np.int64(codes[s, row.feature]), missing_bin, row.split_bin,
+                         row.missing_left, row.is_categorical, bitsets[node]):
+                node = row.left
+            else:
+                node = row.right
+        raw[s, column] += leaf_values[node]
+
+
+@nb.njit(cache=True, parallel=True)
+def leaf_sums(gradient, hessian, column, weight, sample_indices, table, out):
+    """``out[node] = (sum w g, sum w h)`` over each leaf's samples (Newton line search)."""
+    for node in nb.prange(table.shape[0]):
+        out[node, 0] = 0.0
+        out[node, 1] = 0.0
+        if table[node].left != LEAF:
+            continue
+        for i in range(table[node].start, table[node].end):
+            s = sample_indices[i]
+            out[node, 0] += weight[s] * gradient[s, column]
+            out[node, 1] += weight[s] * hessian[s, column]
