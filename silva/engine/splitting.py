@@ -31,6 +31,8 @@ features). Each feature's random numbers come from its own seed, drawn on the ca
 thread, so the result does not depend on how features are spread over threads.
 """
 
+from collections import namedtuple
+
 import numba as nb
 import numpy as np
 
@@ -489,20 +491,36 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
         out_constant[j] = constant
 
 
+#: Buffers one tree's split searches reuse, so that small nodes allocate nothing
+#: (:func:`make_split_scratch`).
+SplitScratch = namedtuple("SplitScratch", [
+    "feature_order",  # (n_features,) the order features are visited in
+    "bins",  # (n_bins,) compact histogram: the bins present in the node
+    "sums",  # (n_bins + 1, n_channels) compact histogram: their channel sums
+    "accumulator",  # (n_bins, n_channels) per-bin sums of a node's samples
+    "present",  # bitmap of the bins the accumulator touched
+    "scores",  # (n_bins + 1,) category scores
+    "side_sums",  # (5, n_channels): missing, left, right, best left of a feature, of the node
+    "bitset",  # (n_words,) candidate category bitset
+    "seeds",  # (n_features,) per-feature random seeds
+])
+# Rows of SplitScratch.side_sums.
+_MISSING, _LEFT, _RIGHT, _FEATURE_LEFT, _NODE_LEFT = range(5)
+
+
 @nb.njit(cache=True)
 def make_split_scratch(n_features, n_bins, n_channels, n_words):
-    """Buffers one tree's split searches reuse, so that small nodes allocate nothing."""
-    return (
-        np.empty(n_features, dtype=np.int64),          # 0 feature visiting order
-        np.empty(n_bins, dtype=np.int64),              # 1 compact histogram: bins
-        np.empty((n_bins + 1, n_channels)),            # 2 compact histogram: sums
-        np.empty((n_bins, n_channels)),                # 3 per-bin accumulator
-        np.zeros((n_bins + 63) // 64, dtype=np.uint64),  # 4 bitmap of touched bins
-        np.empty(n_bins + 1),                          # 5 category scores
-        np.empty((5, n_channels)),                     # 6 missing, left, right, best left
-                                                       #   of a feature, best left of node
-        np.empty(n_words, dtype=np.uint64),            # 7 candidate category bitset
-        np.empty(n_features, dtype=np.uint64),         # 8 per-feature random seeds
+    """A :class:`SplitScratch` for nodes of ``n_features`` features and ``n_bins`` bins."""
+    return SplitScratch(
+        np.empty(n_features, dtype=np.int64),
+        np.empty(n_bins, dtype=np.int64),
+        np.empty((n_bins + 1, n_channels)),
+        np.empty((n_bins, n_channels)),
+        np.zeros((n_bins + 63) // 64, dtype=np.uint64),
+        np.empty(n_bins + 1),
+        np.empty((5, n_channels)),
+        np.empty(n_words, dtype=np.uint64),
+        np.empty(n_features, dtype=np.uint64),
     )
 
 
@@ -512,7 +530,7 @@ def winning_left_sums(scratch):
 
     Valid until the next call with the same ``scratch``; not set under absolute_error.
     """
-    return scratch[6][4]
+    return scratch.side_sums[_NODE_LEFT]
 
 
 @nb.njit(cache=True)
@@ -538,8 +556,14 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     set of a categorical split, and :func:`winning_left_sums` reads the left child's
     channel sums of the returned split (not under absolute_error) from ``scratch``.
     """
-    (feature_order, scratch_bins, scratch_sums, accumulator, present_bitmap,
-     scratch_scores, side_sums, bitset, all_seeds) = scratch
+    feature_order = scratch.feature_order
+    scratch_bins = scratch.bins
+    scratch_sums = scratch.sums
+    accumulator = scratch.accumulator
+    present_bitmap = scratch.present
+    scratch_scores = scratch.scores
+    bitset = scratch.bitset
+    all_seeds = scratch.seeds
     n_features = bin_codes.shape[0]
     n_channels = node_sums.shape[0]
     n_words = out_bitset.shape[0]
@@ -561,11 +585,11 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     best_feature = -1
     best_bin = -1
     best_missing_left = False
-    missing = side_sums[0]
-    left = side_sums[1]
-    right = side_sums[2]
-    feature_left = side_sums[3]
-    node_left = side_sums[4]
+    missing = scratch.side_sums[_MISSING]
+    left = scratch.side_sums[_LEFT]
+    right = scratch.side_sums[_RIGHT]
+    feature_left = scratch.side_sums[_FEATURE_LEFT]
+    node_left = scratch.side_sums[_NODE_LEFT]
 
     n_visited = 0
     n_non_constant = 0

@@ -1,4 +1,4 @@
-"""The Tree: one flat-array representation for every tree silva grows.
+"""The Tree: the flat-array binary tree of CART, forests and boosting.
 
 Node ``i`` of a :class:`Tree` is described by the ``i``-th entry of each array, with
 scikit-learn's names and conventions so that code written for ``sklearn.tree`` reads
