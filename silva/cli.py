@@ -245,7 +245,7 @@ def describe_params(estimator) -> str:
 
 
 def _trees(est):
-    from silva.persistence import iter_trees
+    from silva.tree_walk import iter_trees
 
     return [tree for _, tree, _ in iter_trees(est)]
 
@@ -441,7 +441,7 @@ def tree_text(est, feature_names=None, class_names=None, max_depth=3) -> str:
     if hasattr(est, "tree_"):
         return export_text(est, feature_names=feature_names, class_names=class_names,
                            max_depth=max_depth)
-    from silva.persistence import iter_trees
+    from silva.tree_walk import iter_trees
 
     found = next(iter_trees(est), None)
     if found is None:

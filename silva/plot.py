@@ -67,7 +67,7 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     model : fitted silva estimator
         A decision tree or any model holding :class:`silva.engine.tree.Tree` objects
         (ensembles: pick one with ``tree_index``, in the order of
-        :func:`silva.persistence.iter_trees`).
+        :func:`silva.tree_walk.iter_trees`).
     ax : matplotlib Axes, default=None
     max_depth : int, default=None
         Deepest level drawn (the root is 0); deeper subtrees are shown as ``...``.
@@ -89,7 +89,7 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     child, drawn on the left, holds the samples for which it is true. ``(NaN)`` marks the
     side that missing values take.
     """
-    from silva.persistence import iter_trees
+    from silva.tree_walk import iter_trees
 
     if max_depth is not None and (not isinstance(max_depth, numbers.Integral)
                                   or max_depth < 0):
