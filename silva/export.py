@@ -307,7 +307,7 @@ def _escape(text):
 def _fmt(x, precision):
     """Round to ``precision`` decimals and drop trailing zeros (e.g. 0.5, 12, 0.333)."""
     x = round(float(x), precision)
-    if x == int(x) and abs(x) < 1e15:
+    if abs(x) < 1e15 and x == int(x):  # in that order: int() of inf raises
         return str(int(x))
     return f"{x:.{precision}f}".rstrip("0").rstrip(".")
 

@@ -55,7 +55,7 @@ def _tint(rgb, strength):
 
 def _fmt(x, precision):
     x = round(float(x), precision)
-    return str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.{precision}f}"
+    return str(int(x)) if abs(x) < 1e15 and x == int(x) else f"{x:.{precision}f}"
 
 
 def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,

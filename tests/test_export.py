@@ -532,3 +532,12 @@ def test_a_tree_that_is_not_silvas_is_refused():
     model.tree_ = object()
     with pytest.raises(TypeError, match="not a silva tree"):
         export_text(model)
+
+
+def test_graphviz_prints_an_infinite_threshold():
+    # A split that only separates missing values from the rest may have threshold inf.
+    model = fake_classifier()
+    tree = model.tree_
+    tree.threshold[2] = np.inf
+    assert "size <= inf" in export_graphviz(model)
+    assert "size <= inf" in export_text(model)
