@@ -91,11 +91,17 @@ def test_id3_tree_on_categories_and_intervals():
     y = (frame["colour"].eq("red") | (frame["size"] > 8)).map({True: "a", False: "b"})
     tree = ID3Classifier().fit(frame, y).tree_
     _check_multiway(tree)
-    kinds = {tree.split(node).kind for node in range(tree.n_nodes) if not tree.is_leaf(node)}
-    assert "values" in kinds
-    root = tree.split(0)
-    tests = [branch_test(root, b) for b in root.branches]
-    assert "= red" in tests or any(t.startswith("in (") for t in tests)
+    splits = [tree.split(node) for node in range(tree.n_nodes) if not tree.is_leaf(node)]
+    assert {split.kind for split in splits} == {"values", "intervals"}
+    for split in splits:
+        if split.kind == "values":  # branch b takes category b, printed by its name
+            names = tree.value_names[split.feature]
+            assert [branch_test(split, b) for b in split.branches] == \
+                [f"= {names[b]}" for b in split.branches]
+        else:
+            edges = tree.bin_edges[split.feature, :tree.n_bin_edges[split.feature]]
+            assert split.bin_edges == tuple(edges)
+            assert branch_test(split, 0) == f"in (-inf, {edges[0]:.2f}]"
 
 
 def test_c45_threshold_split_reads_like_the_tree():
