@@ -31,7 +31,7 @@ _LAZY_NAMES = {
     "VotingClassifier": "silva.voting",
     "VotingRegressor": "silva.voting",
     "compile": "silva._warmup",
-    "dump_json": "silva.persistence",
+    "dump_json": "silva.export_json",
     "export_graphviz": "silva.export",
     "export_text": "silva.export",
     "load": "silva.persistence",
@@ -74,6 +74,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see ordinary imports
     from silva.classic import C45Classifier, ID3Classifier
     from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
     from silva.export import export_graphviz, export_text
+    from silva.export_json import dump_json
     from silva.forest import (
         ExtraTreesClassifier,
         ExtraTreesRegressor,
@@ -81,7 +82,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see ordinary imports
         RandomForestRegressor,
     )
     from silva.inspection import permutation_importance
-    from silva.persistence import dump_json, load
+    from silva.persistence import load
     from silva.stacking import StackingClassifier, StackingRegressor
     from silva.voting import VotingClassifier, VotingRegressor
 

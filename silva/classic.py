@@ -383,7 +383,7 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
             if tree.is_leaf(node):
                 rules.append(self._rule_text(node, path, names, decimals))
                 continue
-            for branch, child in reversed(tree.children(node)):
+            for branch, child in reversed(tree.branches(node)):
                 stack.append((child, path + [(node, branch)]))
         return rules
 

@@ -1,13 +1,10 @@
 """Text and Graphviz exports of fitted decision trees.
 
-Both exporters read only the fitted ``tree_`` structure of an estimator (node arrays laid
-out like scikit-learn's ``tree_``), plus silva's optional extras: ``tree_.is_categorical``
-and ``tree_.categories_left(node)`` for category-set splits, and the estimator attribute
-``_has_missing_at_fit`` that says whether missing values were seen during ``fit``.
-
-Multiway trees (:class:`silva.engine.multiway.MultiwayTree`, grown by ID3 and C4.5) are
-recognised by their ``n_branches`` array and exported with one line (text) or one edge
-(Graphviz) per branch.
+Both exporters take a fitted estimator (its ``tree_``) or a tree itself, and read it
+through the tree interface (:class:`silva.engine.tree_interface.TreeInterface`), so CART
+trees, the trees inside ensembles and ID3/C4.5's multiway trees print alike: one line
+(text) or one edge (Graphviz) per branch. An estimator adds its feature names, classes,
+criterion and whether it saw missing values during ``fit`` (``_has_missing_at_fit``).
 """
 
 from __future__ import annotations
@@ -19,9 +16,11 @@ import os
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["export_text", "export_graphviz"]
+from silva.engine.multiway import MultiwayTree
+from silva.engine.tree import Tree
+from silva.engine.tree_interface import MISSING_BRANCH, branch_test
 
-_LEAF = -1
+__all__ = ["export_text", "export_graphviz"]
 
 
 # --------------------------------------------------------------------------------------
@@ -29,56 +28,50 @@ _LEAF = -1
 # --------------------------------------------------------------------------------------
 
 
-class _TreeView:
-    """Read-only view over a fitted estimator's tree, with resolved names."""
+def _tree_and_model(source):
+    """``(tree, estimator)`` of what was passed: a tree (no estimator) or an estimator."""
+    if isinstance(source, Tree | MultiwayTree):
+        return source, None
+    tree = getattr(source, "tree_", None)
+    if tree is None:
+        raise NotFittedError(
+            f"This {type(source).__name__} instance is not fitted yet. Call 'fit' with "
+            "appropriate arguments before exporting the tree."
+        )
+    if not isinstance(tree, Tree | MultiwayTree):
+        raise TypeError(f"{type(source).__name__}.tree_ is a {type(tree).__name__}, not a "
+                        "silva tree.")
+    return tree, source
 
-    def __init__(self, model, feature_names, class_names):
-        tree = getattr(model, "tree_", None)
-        if tree is None:
-            raise NotFittedError(
-                f"This {type(model).__name__} instance is not fitted yet. Call 'fit' with "
-                "appropriate arguments before exporting the tree."
-            )
+
+class _TreeView:
+    """A tree with its names resolved: features, classes, and whether to mark where
+    missing values go."""
+
+    def __init__(self, source, feature_names, class_names, show_missing):
+        tree, model = _tree_and_model(source)
         self.model = model
         self.tree = tree
-        self.node_count = int(tree.node_count)
-        self.left = np.asarray(tree.children_left)
-        self.right = np.asarray(tree.children_right)
-        self.feature = np.asarray(tree.feature)
-        self.threshold = np.asarray(tree.threshold, dtype=np.float64)
+        # (n_nodes, 1, n_values): silva's trees have one output.
         self.value = np.asarray(tree.value, dtype=np.float64)
-        if self.value.ndim == 2:  # tolerate (node_count, K) layouts
-            self.value = self.value[:, np.newaxis, :]
-        self.n_outputs = self.value.shape[1]
-        self.weighted = np.asarray(
-            getattr(tree, "weighted_n_node_samples", tree.n_node_samples), dtype=np.float64
-        )
+        self.weighted = np.asarray(tree.weighted_n_node_samples, dtype=np.float64)
         self.samples = np.asarray(tree.n_node_samples)
-        self.impurity = getattr(tree, "impurity", None)
-
-        is_cat = getattr(tree, "is_categorical", None)
-        self.is_categorical = None if is_cat is None else np.asarray(is_cat, dtype=bool)
-        has_missing = bool(getattr(model, "_has_missing_at_fit", False))
-        mgl = getattr(tree, "missing_go_to_left", None)
-        self.missing_left = (
-            np.asarray(mgl, dtype=bool) if (has_missing and mgl is not None) else None
-        )
-
-        self.is_classifier = hasattr(model, "classes_")
+        self.impurity = np.asarray(tree.impurity)
+        if show_missing is None:
+            show_missing = bool(getattr(model, "_has_missing_at_fit", False))
+        # A multiway tree names its missing-value branch itself.
+        self.show_missing = bool(show_missing) and not tree.multiway
+        if model is not None:
+            self.is_classifier = tree.multiway or hasattr(model, "classes_")
+        else:
+            self.is_classifier = tree.multiway or class_names is not None
         self.feature_names = self._resolve_feature_names(feature_names)
         self.class_names = self._resolve_class_names(class_names) if self.is_classifier else None
 
     # -- names -------------------------------------------------------------------------
 
-    def _n_features(self):
-        n = getattr(self.model, "n_features_in_", None)
-        if n is not None:
-            return int(n)
-        used = self.feature[self.left != _LEAF]
-        return int(used.max()) + 1 if used.size else 0
-
     def _resolve_feature_names(self, feature_names):
-        n_features = self._n_features()
+        n_features = int(getattr(self.model, "n_features_in_", self.tree.n_features))
         if feature_names is None:
             names = getattr(self.model, "feature_names_in_", None)
             if names is None:
@@ -92,117 +85,53 @@ class _TreeView:
         return names
 
     def _resolve_class_names(self, class_names):
-        classes = self.model.classes_
-        # Multi-output classifiers keep one array of classes per output.
-        per_output = classes if self.n_outputs > 1 else [classes]
+        classes = getattr(self.model, "classes_", None)
+        if classes is None:  # a bare tree: classes are its value columns
+            classes = np.arange(self.value.shape[2])
         if class_names is None:
-            return [[str(c) for c in cls] for cls in per_output]
+            return [str(c) for c in classes]
         if isinstance(class_names, str):
             raise ValueError("class_names must be a sequence of strings, not a single string.")
-        if self.n_outputs > 1:
-            raise ValueError("class_names is only supported for single-output classifiers.")
         names = [str(name) for name in class_names]
-        n_classes = len(per_output[0])
-        if len(names) != n_classes:
-            raise ValueError(f"class_names must contain {n_classes} elements, got {len(names)}.")
-        return [names]
+        if len(names) != len(classes):
+            raise ValueError(f"class_names must contain {len(classes)} elements, got {len(names)}.")
+        return names
 
     # -- structure ---------------------------------------------------------------------
 
-    def is_leaf(self, node):
-        return self.left[node] == _LEAF
+    def feature_name(self, split):
+        return self.feature_names[split.feature]
 
-    def node_is_categorical(self, node):
-        return self.is_categorical is not None and bool(self.is_categorical[node])
-
-    def categories_left(self, node):
-        codes = np.asarray(self.tree.categories_left(node)).ravel()
-        return "{" + ", ".join(str(int(c)) for c in np.sort(codes)) + "}"
-
-    def missing_side(self, node):
-        """'left' / 'right' where NaN goes at ``node``, or None when not applicable."""
-        if self.missing_left is None:
-            return None
-        return "left" if self.missing_left[node] else "right"
+    def marks_missing(self, split, branch):
+        """Whether ``branch`` should say that missing values take it too."""
+        return (self.show_missing and branch != MISSING_BRANCH
+                and branch == split.missing_branch)
 
     def levels(self):
         """Number of node levels in the subtree under each node (a leaf counts 1)."""
-        order = []
-        stack = [0]
-        while stack:
-            node = stack.pop()
-            order.append(node)
-            if not self.is_leaf(node):
-                stack.append(int(self.left[node]))
-                stack.append(int(self.right[node]))
-        levels = np.ones(self.node_count, dtype=np.int64)
-        for node in reversed(order):
-            if not self.is_leaf(node):
-                levels[node] = 1 + max(levels[self.left[node]], levels[self.right[node]])
-        return levels
-
-    def class_label(self, node, output=0):
-        return self.class_names[output][int(np.argmax(self.value[node, output]))]
-
-
-def _is_multiway(model):
-    tree = getattr(model, "tree_", None)
-    return tree is not None and hasattr(tree, "n_branches") and hasattr(tree, "kind")
-
-
-class _MultiwayView(_TreeView):
-    """Names and node values of a fitted multiway tree (ID3, C4.5)."""
-
-    def __init__(self, model, feature_names, class_names):
-        tree = model.tree_
-        self.model = model
-        self.tree = tree
-        self.node_count = int(tree.node_count)
-        self.feature = np.asarray(tree.feature)
-        self.value = np.asarray(tree.value, dtype=np.float64)
-        self.n_outputs = 1
-        self.weighted = np.asarray(tree.weighted_n_node_samples, dtype=np.float64)
-        self.samples = np.asarray(tree.n_node_samples)
-        self.impurity = np.asarray(tree.impurity)
-        self.is_classifier = True
-        self.left = np.where(np.asarray(tree.kind) < 0, _LEAF, 0)
-        self.feature_names = self._resolve_feature_names(feature_names)
-        self.class_names = self._resolve_class_names(class_names)
-
-    def is_leaf(self, node):
-        return bool(self.tree.is_leaf(node))
-
-    def children(self, node):
-        return self.tree.children(node)
-
-    def condition(self, node, branch, decimals):
-        name = self.feature_names[self.feature[node]]
-        return self.tree.branch_condition(node, branch, name, decimals)
-
-    def levels(self):
-        levels = np.ones(self.node_count, dtype=np.int64)
-        for node in range(self.node_count - 1, -1, -1):  # children have larger ids
-            for _, child in self.children(node):
+        tree = self.tree
+        levels = np.ones(tree.n_nodes, dtype=np.int64)
+        for node in range(tree.n_nodes - 1, -1, -1):  # children have larger ids
+            for child in tree.children(node):
                 levels[node] = max(levels[node], levels[child] + 1)
         return levels
 
+    def class_label(self, node):
+        return self.class_names[int(np.argmax(self.value[node, 0]))]
 
-def _multiway_edge_label(tree, node, branch, precision):
+
+def _edge_label(split, branch, precision):
     """Edge text of one branch of a multiway node: ``= sunny``, ``<= 75``, ``(1, 2.5]``."""
-    from silva.engine.multiway import INTERVALS, THRESHOLD
-
-    if branch < 0:
+    if branch == MISSING_BRANCH:
         return "missing"
-    kind = tree.kind[node]
-    if kind == THRESHOLD:
-        return ("<= " if branch == 0 else "> ") + _fmt(tree.threshold[node], precision)
-    feature = tree.feature[node]
-    if kind == INTERVALS:
-        edges = tree.bin_edges[feature, :tree.n_bin_edges[feature]]
+    if split.kind == "threshold":
+        return ("<= " if branch == 0 else "> ") + _fmt(split.threshold, precision)
+    if split.kind == "intervals":
+        edges = split.bin_edges
         low = "-inf" if branch == 0 else _fmt(edges[branch - 1], precision)
-        high = "inf" if branch >= edges.shape[0] else _fmt(edges[branch], precision)
+        high = "inf" if branch >= len(edges) else _fmt(edges[branch], precision)
         return f"({low}, {high}]"
-    return "= " + tree.value_text(feature, branch)
+    return branch_test(split, branch)
 
 
 def _check_int(name, value, minimum, allow_none=False):
@@ -226,6 +155,7 @@ def export_text(
     spacing=3,
     decimals=2,
     show_weights=False,
+    show_missing=None,
 ):
     """Build a plain-text report of the rules of a fitted decision tree.
 
@@ -235,14 +165,16 @@ def export_text(
 
     Parameters
     ----------
-    model : fitted decision tree estimator
-        A classifier or regressor with a fitted ``tree_`` attribute.
+    model : fitted decision tree estimator, or a tree
+        A classifier or regressor with a fitted ``tree_`` attribute, or a silva tree
+        itself (one member of an ensemble, say).
     feature_names : sequence of str, default=None
         One name per input feature. Defaults to ``model.feature_names_in_`` when the model
         was fitted on a DataFrame, else ``feature_0``, ``feature_1``, ...
     class_names : sequence of str, default=None
         Names of the classes in the order of ``model.classes_`` (classifiers only).
-        Defaults to ``model.classes_``.
+        Defaults to ``model.classes_``. For a tree, giving them prints leaves as classes
+        (ID3 and C4.5 trees always do); without them a tree's leaves print their values.
     max_depth : int, default=10
         Deepest level of splits that is printed; the root is at depth 0. Deeper
         sub-trees are replaced by ``truncated branch of depth N`` where ``N`` counts the
@@ -254,6 +186,9 @@ def export_text(
     show_weights : bool, default=False
         For classifiers, also print the weighted number of samples of each class at
         every leaf.
+    show_missing : bool, default=None
+        Mark the branch that missing values take. None: when the estimator saw missing
+        values during ``fit`` (never for a bare tree).
 
     Returns
     -------
@@ -289,125 +224,57 @@ def export_text(
     |   |--- pw >  1.75
     |   |   |--- class: 2
     """
-    if _is_multiway(model):
-        return _export_text_multiway(model, feature_names, class_names, max_depth, spacing,
-                                     decimals, show_weights)
-    view = _TreeView(model, feature_names, class_names)
+    view = _TreeView(model, feature_names, class_names, show_missing)
+    tree = view.tree
     _check_int("max_depth", max_depth, 0)
     _check_int("spacing", spacing, 1)
     _check_int("decimals", decimals, 0)
 
-    branch = "|" + "-" * spacing + " "
+    branch_mark = "|" + "-" * spacing + " "
     indent = "|" + " " * spacing
     levels = view.levels()
 
     def number(x):
         return f"{x:.{decimals}f}"
 
-    def split_texts(node):
-        name = view.feature_names[view.feature[node]]
-        if view.node_is_categorical(node):
-            cats = view.categories_left(node)
-            left, right = f"{name} in {cats}", f"{name} not in {cats}"
-        else:
-            thr = number(view.threshold[node])
-            left, right = f"{name} <= {thr}", f"{name} >  {thr}"
-        side = view.missing_side(node)
-        if side == "left":
-            left += " (or missing)"
-        elif side == "right":
-            right += " (or missing)"
-        return left, right
+    def condition(split, branch):
+        text = f"{view.feature_name(split)} {branch_test(split, branch, decimals)}"
+        return text + " (or missing)" if view.marks_missing(split, branch) else text
 
     def leaf_text(node):
+        values = view.value[node, 0]
         if not view.is_classifier:
-            vals = view.value[node, :, 0]
-            return "value: [" + ", ".join(number(v) for v in vals) + "]"
-        if view.n_outputs == 1:
-            text = f"class: {view.class_label(node)}"
-        else:
-            labels = [view.class_label(node, o) for o in range(view.n_outputs)]
-            text = "class: [" + ", ".join(labels) + "]"
+            return "value: [" + ", ".join(number(v) for v in values) + "]"
+        text = f"class: {view.class_label(node)}"
         if show_weights:
-            weights = view.value[node] * view.weighted[node]
-            if view.n_outputs == 1:
-                shown = "[" + ", ".join(number(w) for w in weights[0]) + "]"
-            else:
-                shown = (
-                    "["
-                    + ", ".join("[" + ", ".join(number(w) for w in row) + "]" for row in weights)
-                    + "]"
-                )
-            text = f"weights: {shown} {text}"
+            weights = values * view.weighted[node]
+            text = "weights: [" + ", ".join(number(w) for w in weights) + "] " + text
         return text
 
+    if tree.is_leaf(0):
+        return branch_mark + leaf_text(0) + "\n"
+
     lines = []
-
-    def emit(depth, text):
-        lines.append(indent * depth + branch + text)
-
-    if view.is_leaf(0):
-        emit(0, leaf_text(0))
-        return "\n".join(lines) + "\n"
-
     # Explicit stack (deep trees would overflow Python's recursion limit). Items are
     # either ("line", depth, text) or ("node", depth, node) for a child to expand.
     stack = [("node", 0, 0)]
     while stack:
         kind, depth, item = stack.pop()
         if kind == "line":
-            emit(depth, item)
+            lines.append(indent * depth + branch_mark + item)
             continue
         node = item
-        left_text, right_text = split_texts(node)
+        split = tree.split(node)
         children = []
-        for child, text in ((view.left[node], left_text), (view.right[node], right_text)):
-            children.append(("line", depth, text))
-            child = int(child)
-            if view.is_leaf(child):
+        for branch, child in zip(split.branches, tree.children(node), strict=True):
+            children.append(("line", depth, condition(split, branch)))
+            if tree.is_leaf(child):
                 children.append(("line", depth + 1, leaf_text(child)))
             elif depth + 1 > max_depth:
                 children.append(("line", depth + 1, f"truncated branch of depth {levels[child]}"))
             else:
                 children.append(("node", depth + 1, child))
         stack.extend(reversed(children))
-    return "\n".join(lines) + "\n"
-
-
-def _export_text_multiway(model, feature_names, class_names, max_depth, spacing, decimals,
-                          show_weights):
-    """export_text for multiway trees: one line per branch, e.g. ``outlook = sunny``."""
-    view = _MultiwayView(model, feature_names, class_names)
-    _check_int("max_depth", max_depth, 0)
-    _check_int("spacing", spacing, 1)
-    _check_int("decimals", decimals, 0)
-    branch_mark = "|" + "-" * spacing + " "
-    indent = "|" + " " * spacing
-    levels = view.levels()
-
-    def leaf_text(node):
-        text = f"class: {view.class_label(node)}"
-        if show_weights:
-            weights = view.value[node, 0] * view.weighted[node]
-            text = "weights: [" + ", ".join(f"{w:.{decimals}f}" for w in weights) + "] " + text
-        return text
-
-    lines = []
-    if view.is_leaf(0):
-        return branch_mark + leaf_text(0) + "\n"
-    # Explicit stack of branches (deep trees would overflow Python's recursion limit);
-    # a node's branches are pushed in reverse so that the first branch prints first.
-    stack = [(0, 0, branch, child) for branch, child in reversed(view.children(0))]
-    while stack:
-        depth, parent, branch, child = stack.pop()
-        lines.append(indent * depth + branch_mark + view.condition(parent, branch, decimals))
-        if view.is_leaf(child):
-            lines.append(indent * (depth + 1) + branch_mark + leaf_text(child))
-        elif depth + 1 > max_depth:
-            lines.append(indent * (depth + 1) + branch_mark
-                         + f"truncated branch of depth {levels[child]}")
-        else:
-            stack.extend((depth + 1, child, b, c) for b, c in reversed(view.children(child)))
     return "\n".join(lines) + "\n"
 
 
@@ -440,7 +307,7 @@ def _escape(text):
 def _fmt(x, precision):
     """Round to ``precision`` decimals and drop trailing zeros (e.g. 0.5, 12, 0.333)."""
     x = round(float(x), precision)
-    if x == int(x) and abs(x) < 1e15:
+    if abs(x) < 1e15 and x == int(x):  # in that order: int() of inf raises
         return str(int(x))
     return f"{x:.{precision}f}".rstrip("0").rstrip(".")
 
@@ -458,6 +325,7 @@ def export_graphviz(
     proportion=False,
     rounded=False,
     precision=3,
+    show_missing=None,
 ):
     """Describe a fitted decision tree in the Graphviz DOT language.
 
@@ -467,8 +335,9 @@ def export_graphviz(
 
     Parameters
     ----------
-    model : fitted decision tree estimator
-        A classifier or regressor with a fitted ``tree_`` attribute.
+    model : fitted decision tree estimator, or a tree
+        A classifier or regressor with a fitted ``tree_`` attribute, or a silva tree
+        itself (see :func:`export_text` for how a tree's leaves are named).
     out_file : str, path-like or file object, default=None
         Where to write the DOT source. When None, the source is returned as a string.
     feature_names : sequence of str, default=None
@@ -494,6 +363,9 @@ def export_graphviz(
         Draw nodes as rounded boxes with a Helvetica font.
     precision : int, default=3
         Number of decimals for thresholds, impurities and values.
+    show_missing : bool, default=None
+        Say where missing values go at each split. None: when the estimator saw missing
+        values during ``fit`` (never for a bare tree).
 
     Returns
     -------
@@ -518,11 +390,9 @@ def export_graphviz(
     >>> dot.startswith("digraph Tree {")
     True
     """
-    multiway = _is_multiway(model)
-    if multiway:
-        view = _MultiwayView(model, feature_names, class_names)
-    else:
-        view = _TreeView(model, feature_names, class_names)
+    view = _TreeView(model, feature_names, class_names, show_missing)
+    tree = view.tree
+    multiway = tree.multiway
     _check_int("max_depth", max_depth, 0, allow_none=True)
     _check_int("precision", precision, 0)
 
@@ -555,33 +425,30 @@ def export_graphviz(
         return _tint(colors[0], strength)
 
     def value_text(node):
-        vals = view.value[node]
+        values = view.value[node, 0]
         if view.is_classifier and not proportion:
-            vals = vals * view.weighted[node]
-        rows = [[_fmt(v, precision) for v in row] for row in vals]
-        if not view.is_classifier:
-            flat = [row[0] for row in rows]
-            return flat[0] if len(flat) == 1 else "[" + ", ".join(flat) + "]"
-        if len(rows) == 1:
-            return "[" + ", ".join(rows[0]) + "]"
-        return "[" + ", ".join("[" + ", ".join(r) + "]" for r in rows) + "]"
+            values = values * view.weighted[node]
+        texts = [_fmt(v, precision) for v in values]
+        if not view.is_classifier and len(texts) == 1:
+            return texts[0]
+        return "[" + ", ".join(texts) + "]"
 
     def label(node):
         parts = []
         if node_ids:
             parts.append(f"node #{node}")
-        if multiway and not view.is_leaf(node):
-            parts.append(f"{view.feature_names[view.feature[node]]}?")
-        elif not view.is_leaf(node):
-            name = view.feature_names[view.feature[node]]
-            if view.node_is_categorical(node):
-                parts.append(f"{name} in {view.categories_left(node)}")
+        if not tree.is_leaf(node):
+            split = tree.split(node)
+            name = view.feature_name(split)
+            if multiway:  # the tests are on the edges
+                parts.append(f"{name}?")
+            elif split.kind == "categories":
+                parts.append(f"{name} {branch_test(split, 0)}")
             else:
-                parts.append(f"{name} <= {_fmt(view.threshold[node], precision)}")
-            side = view.missing_side(node)
-            if side is not None:
-                parts.append(f"missing -> {side}")
-        if impurity and view.impurity is not None:
+                parts.append(f"{name} <= {_fmt(split.threshold, precision)}")
+            if view.show_missing:
+                parts.append(f"missing -> {'left' if split.missing_branch == 0 else 'right'}")
+        if impurity:
             parts.append(f"{criterion} = {_fmt(view.impurity[node], precision)}")
         if proportion:
             share = 100.0 * view.weighted[node] / total_weight
@@ -590,11 +457,7 @@ def export_graphviz(
             parts.append(f"samples = {int(view.samples[node])}")
         parts.append(f"value = {value_text(node)}")
         if view.is_classifier:
-            if view.n_outputs == 1:
-                parts.append(f"class = {view.class_label(node)}")
-            else:
-                labels = [view.class_label(node, o) for o in range(view.n_outputs)]
-                parts.append("class = [" + ", ".join(labels) + "]")
+            parts.append(f"class = {view.class_label(node)}")
         return "\\n".join(_escape(p) for p in parts)
 
     style = ["filled"] if filled else []
@@ -624,21 +487,21 @@ def export_graphviz(
             if filled:
                 attrs += f', fillcolor="{fill(node)}"'
             out.append(f"{node} [{attrs}] ;")
-            if multiway:
-                for branch, child in reversed(view.children(node)):
-                    stack.append((child, depth + 1, (node, branch)))
-            elif not view.is_leaf(node):
-                stack.append((int(view.right[node]), depth + 1, node))
-                stack.append((int(view.left[node]), depth + 1, node))
+            if not tree.is_leaf(node):
+                split = tree.split(node)
+                for branch, child in reversed(list(zip(split.branches, tree.children(node),
+                                                       strict=True))):
+                    stack.append((child, depth + 1, (node, split, branch)))
         if multiway and parent is not None:
             # Edges carry the branch's test, e.g. "= sunny", "<= 75" or "missing".
-            parent, branch = parent
-            edge_label = _multiway_edge_label(view.tree, parent, branch, precision)
+            parent, split, branch = parent
+            edge_label = _edge_label(split, branch, precision)
             out.append(f'{parent} -> {node} [label="{_escape(edge_label)}"] ;')
         elif parent is not None:
+            parent, split, branch = parent
             edge = f"{parent} -> {node}"
             if parent == 0:
-                is_left = node == int(view.left[0])
+                is_left = branch == 0
                 angle = 45 if is_left else -45
                 head = "True" if is_left else "False"
                 edge += f' [labeldistance=2.5, labelangle={angle}, headlabel="{head}"]'

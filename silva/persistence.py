@@ -1,4 +1,4 @@
-"""Model files: save and load any silva estimator without pickle; JSON dumps of trees.
+"""Model files: save and load any silva estimator without pickle.
 
 A model file (format ``silva-model``, version :data:`FORMAT_VERSION`; the full description
 is ``docs/model-format.md``) is a zip archive of
@@ -41,6 +41,10 @@ its author saved.
 Writes are atomic: the file is written to a temporary file in the target's directory and
 moved over the target with :func:`os.replace`, so a crash never leaves a half-written
 model under the target name.
+
+Finding the trees in a model is :mod:`silva.tree_walk`; readable JSON dumps of them are
+:mod:`silva.export_json` (``iter_trees``, ``dump_json`` and ``trees_to_dict`` are still
+importable from here).
 """
 
 from __future__ import annotations
@@ -73,14 +77,26 @@ __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "PersistenceMixin",
-    "dump_json",
-    "iter_trees",
+    "atomic_write",
+    "class_path",
     "load",
     "read_metadata",
+    "readable_value",
     "register_safe_class",
     "save",
-    "trees_to_dict",
+    "stored_by_state",
 ]
+
+# Names that lived here before tree walking and JSON dumps had modules of their own.
+_MOVED = {"iter_trees": "silva.tree_walk", "dump_json": "silva.export_json",
+          "trees_to_dict": "silva.export_json", "tree_to_dict": "silva.export_json"}
+
+
+def __getattr__(name):
+    module_name = _MOVED.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'silva.persistence' has no attribute {name!r}")
+    return getattr(importlib.import_module(module_name), name)
 
 FORMAT_NAME = "silva-model"
 FORMAT_VERSION = 1
@@ -117,11 +133,12 @@ def register_safe_class(cls):
     """
     if not isinstance(cls, type):
         raise TypeError(f"register_safe_class needs a class; got {cls!r}.")
-    _SAFE_CLASSES[_class_path(cls)] = cls
+    _SAFE_CLASSES[class_path(cls)] = cls
     return cls
 
 
-def _class_path(cls):
+def class_path(cls):
+    """``module.QualifiedName`` of ``cls``, as model files name classes."""
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
@@ -130,10 +147,10 @@ def _is_silva_class(cls):
     return module == "silva" or module.startswith("silva.")
 
 
-def _generic_class(cls):
+def stored_by_state(cls):
     """Whether objects of ``cls`` are stored as class path + state (else pickle or fail)."""
     return ((_is_silva_class(cls) and "<locals>" not in cls.__qualname__)
-            or _SAFE_CLASSES.get(_class_path(cls)) is cls)
+            or _SAFE_CLASSES.get(class_path(cls)) is cls)
 
 
 def _resolve_class(path, where):
@@ -152,7 +169,7 @@ def _resolve_class(path, where):
         raise ValueError(f"the model file needs {path!r} (at {where}), which this silva "
                          f"cannot import: {error}. Was it saved by a newer silva?") from None
     cls = getattr(module, name, None)
-    if not isinstance(cls, type) or not _is_silva_class(cls) or _class_path(cls) != path:
+    if not isinstance(cls, type) or not _is_silva_class(cls) or class_path(cls) != path:
         raise ValueError(f"the model file names {path!r} at {where}, which is not a silva "
                          "class.")
     return cls
@@ -236,7 +253,7 @@ class _Encoder:
             return {"$": "random_state", "id": identity,
                     "state": [name, self._encode_array(keys, where), int(pos),
                               int(has_gauss), float(cached)]}
-        if _generic_class(type(value)):
+        if stored_by_state(type(value)):
             return self._encode_object(value, where)
         return self._encode_foreign(value, where)
 
@@ -274,18 +291,18 @@ class _Encoder:
         if state is None:
             state = {}
         if type(state) is not dict:
-            raise ValueError(f"cannot save {where}: {_class_path(type(obj))}.__getstate__ "
+            raise ValueError(f"cannot save {where}: {class_path(type(obj))}.__getstate__ "
                              "does not return a dict.")
         return {
             "$": "object",
-            "class": _class_path(type(obj)),
+            "class": class_path(type(obj)),
             "id": identity,
             "state": {str(key): self.encode(item, f"{where}.{key}")
                       for key, item in state.items()},
         }
 
     def _encode_foreign(self, obj, where):
-        path = _class_path(type(obj))
+        path = class_path(type(obj))
         if not self.allow_pickle:
             raise ValueError(
                 f"cannot save {where}, an object of the non-silva class {path}, without "
@@ -337,7 +354,7 @@ class _Decoder:
 
     @staticmethod
     def _walk_into(obj):
-        return _generic_class(type(obj))
+        return stored_by_state(type(obj))
 
     def _take_member(self, name, where):
         """Member ``name``, which no other value may use: silva stores each array once
@@ -504,7 +521,7 @@ def _sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def _jsonable(value):
+def readable_value(value):
     """A JSON-friendly, readable rendering of a parameter value (metadata only)."""
     if value is None or isinstance(value, bool | str):
         return value
@@ -513,11 +530,11 @@ def _jsonable(value):
     if isinstance(value, float | np.floating):
         return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, list | tuple):
-        return [_jsonable(item) for item in value]
+        return [readable_value(item) for item in value]
     if isinstance(value, dict):
-        return {str(key): _jsonable(item) for key, item in value.items()}
+        return {str(key): readable_value(item) for key, item in value.items()}
     # No repr: it may hold a memory address, and the file should depend on the model only.
-    return f"<{_class_path(type(value))}>"
+    return f"<{class_path(type(value))}>"
 
 
 def _versions():
@@ -562,12 +579,12 @@ def save(model, path, *, allow_pickle=False, metadata=None):
     encoder = _Encoder(bool(allow_pickle))
     root = encoder.encode(model, "model")
     get_params = getattr(model, "get_params", None)
-    params = _jsonable(get_params(deep=False)) if callable(get_params) else None
+    params = readable_value(get_params(deep=False)) if callable(get_params) else None
     document = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
         "versions": _versions(),
-        "estimator": _class_path(type(model)),
+        "estimator": class_path(type(model)),
         "params": params,
         "pickled": encoder.pickled,
         "user": metadata,
@@ -581,7 +598,7 @@ def save(model, path, *, allow_pickle=False, metadata=None):
     if hasattr(path, "write"):
         path.write(data)
     else:
-        _atomic_write(os.fspath(path), lambda file: file.write(data))
+        atomic_write(os.fspath(path), lambda file: file.write(data))
     return path
 
 
@@ -611,7 +628,9 @@ def _pack(members):
     return bytes(data)
 
 
-def _atomic_write(path, write):
+def atomic_write(path, write):
+    """Create or replace the file ``path`` with what ``write(file)`` writes, atomically:
+    through a temporary file in the same directory, moved over ``path`` when complete."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
                                          suffix=".tmp")
@@ -922,258 +941,6 @@ def read_metadata(path, *, max_uncompressed_size=None):
     return document
 
 
-# ------------------------------------------------------------------------ JSON dumps
-
-
-def _is_multiway_tree(value):
-    """ID3 and C4.5 trees (:class:`silva.engine.multiway.MultiwayTree`), by duck typing."""
-    return (_is_silva_class(type(value)) and hasattr(value, "n_branches")
-            and hasattr(value, "kind") and callable(getattr(value, "children", None)))
-
-
-def _is_tree(value):
-    from silva.engine.tree import Tree
-
-    return isinstance(value, Tree) or _is_multiway_tree(value)
-
-
-def iter_trees(model):
-    """Every tree reachable from ``model``, in a fixed order: :class:`silva.engine.tree.Tree`
-    objects and multiway trees (ID3, C4.5).
-
-    Yields ``(where, tree, context)`` where ``where`` is the attribute path (e.g.
-    ``model.estimators_[3].tree_``) and ``context`` is a dict with the nearest enclosing
-    ``feature_names`` (``feature_names_in_``), ``categories`` (the data-frame category
-    encoder's ``categories_``), ``classes`` (``classes_``), ``has_missing``
-    (``_has_missing_at_fit``) and ``feature_map`` (column
-    indices when the tree was grown on a feature subset, from the owner's
-    ``estimators_features_``). Generic: any estimator that keeps its trees in attributes,
-    lists, tuples, dicts or object arrays is covered.
-    """
-    seen = set()
-
-    def context_of(obj, context):
-        context = dict(context)
-        names = getattr(obj, "feature_names_in_", None)
-        if names is not None:
-            context["feature_names"] = [str(name) for name in names]
-        encoder = getattr(obj, "_encoder", None)
-        if encoder is not None and getattr(encoder, "categories_", None) is not None:
-            context["categories"] = encoder.categories_
-        has_missing = getattr(obj, "_has_missing_at_fit", None)
-        if has_missing is not None:
-            context["has_missing"] = bool(has_missing)
-        classes = getattr(obj, "classes_", None)
-        if classes is not None and np.ndim(classes) == 1:
-            context["classes"] = list(np.asarray(classes).tolist())
-        return context
-
-    def walk(value, where, context):
-        if id(value) in seen:
-            return
-        if _is_tree(value):
-            seen.add(id(value))
-            yield where, value, context
-            return
-        if isinstance(value, list | tuple):
-            seen.add(id(value))
-            for i, item in enumerate(value):
-                yield from walk(item, f"{where}[{i}]", context)
-        elif isinstance(value, dict):
-            seen.add(id(value))
-            for key, item in value.items():
-                yield from walk(item, f"{where}[{key!r}]", context)
-        elif isinstance(value, np.ndarray) and value.dtype.hasobject:
-            seen.add(id(value))
-            for index in np.ndindex(value.shape):
-                label = ", ".join(str(i) for i in index)
-                yield from walk(value[index], f"{where}[{label}]", context)
-        elif _generic_class(type(value)) and hasattr(value, "__dict__"):
-            seen.add(id(value))
-            context = context_of(value, context)
-            subsets = getattr(value, "estimators_features_", None)
-            # Public attributes first, so a tree reachable both ways is named by its public
-            # path (a forest's estimators_[i].tree_, not its private _grown_trees[i].tree).
-            items = sorted(vars(value).items(), key=lambda pair: pair[0].startswith("_"))
-            for key, item in items:
-                if key == "estimators_" and subsets is not None and \
-                        isinstance(item, list | tuple):
-                    for i, sub in enumerate(item):
-                        sub_context = dict(context)
-                        if i < len(subsets):
-                            sub_context["feature_map"] = [int(f) for f in subsets[i]]
-                        yield from walk(sub, f"{where}.{key}[{i}]", sub_context)
-                else:
-                    yield from walk(item, f"{where}.{key}", context)
-
-    yield from walk(model, "model", {})
-
-
-def _number(x):
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _label(value):
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def tree_to_dict(tree, context=None):
-    """One tree as a JSON-ready dict: ``{"n_nodes", "max_depth", "nodes": [...]}``.
-
-    Each node has ``id``, ``depth``, ``n_samples``, ``weighted_n_samples``, ``impurity``
-    and ``value`` (class fractions or the mean target); splits add ``feature`` (column
-    index into the model's input), ``feature_name``, ``threshold`` (go left when
-    ``x <= threshold``) or, for a categorical split, ``categories_left`` (codes, plus
-    ``category_labels_left`` when the model encoded a data frame's categories),
-    ``missing`` (``"left"`` or ``"right"``, where NaN and unseen categories go),
-    ``left`` and ``right`` (child ids); leaves have ``"leaf": true``.
-    """
-    context = context or {}
-    names = context.get("feature_names")
-    categories = context.get("categories") or {}
-    feature_map = context.get("feature_map")
-    if _is_multiway_tree(tree):
-        return _multiway_tree_to_dict(tree, names, feature_map)
-    # Plain Python lists first: indexing numpy arrays node by node is several times
-    # slower on trees of hundreds of thousands of nodes.
-    depth, left_of, right_of = (tree.node_depth.tolist(), tree.children_left.tolist(),
-                                tree.children_right.tolist())
-    feature_of, threshold = tree.feature.tolist(), tree.threshold.tolist()
-    categorical, missing_left = tree.is_categorical.tolist(), tree.missing_go_to_left.tolist()
-    counts = _count_lists(tree)
-    nodes = []
-    for node in range(tree.node_count):
-        entry = {"id": node, "depth": depth[node]}
-        left = left_of[node]
-        if left == -1:
-            entry["leaf"] = True
-        else:
-            local = feature_of[node]
-            feature = feature_map[local] if feature_map is not None else local
-            entry["feature"] = feature
-            if names is not None and feature < len(names):
-                entry["feature_name"] = names[feature]
-            if categorical[node]:
-                codes = [int(c) for c in tree.categories_left(node)]
-                entry["categories_left"] = codes
-                labels = categories.get(feature)
-                if labels is not None:
-                    entry["category_labels_left"] = [_label(labels[c]) for c in codes
-                                                      if c < len(labels)]
-            else:
-                entry["threshold"] = threshold[node]
-            entry["missing"] = "left" if missing_left[node] else "right"
-            entry["left"] = left
-            entry["right"] = right_of[node]
-        _add_counts(counts, node, entry)
-        nodes.append(entry)
-    return {"n_nodes": int(tree.node_count), "max_depth": int(tree.max_depth),
-            "n_leaves": int(tree.n_leaves), "nodes": nodes}
-
-
-def _finite_or_none(values):
-    return [v if math.isfinite(v) else None for v in values]
-
-
-def _count_lists(tree):
-    """Per node: values, sample counts, weighted counts and impurities as lists."""
-    values = tree.value.reshape(tree.node_count, -1)
-    if not np.isfinite(values).all():
-        rows = [_finite_or_none(row) for row in values.tolist()]
-    else:
-        rows = values.tolist()
-    return (rows, tree.n_node_samples.tolist(),
-            _finite_or_none(np.asarray(tree.weighted_n_node_samples, dtype=float).tolist()),
-            _finite_or_none(np.asarray(tree.impurity, dtype=float).tolist()))
-
-
-def _add_counts(counts, node, entry):
-    values, n_samples, weighted, impurity = counts
-    entry["value"] = values[node]
-    entry["n_samples"] = n_samples[node]
-    entry["weighted_n_samples"] = weighted[node]
-    entry["impurity"] = impurity[node]
-
-
-def _multiway_tree_to_dict(tree, names, feature_map):
-    """A multiway (ID3, C4.5) tree: each split lists its ``branches``, each with its
-    ``condition`` in words (``outlook = sunny``, ``temp <= 75``), ``child`` and the
-    ``fraction`` of training weight that took it; ``missing_child`` is the branch of
-    missing values (absent when C4.5 spreads them over all branches)."""
-    counts = _count_lists(tree)
-    nodes = []
-    for node in range(tree.node_count):
-        entry = {"id": node, "depth": int(tree.node_depth[node])}
-        if tree.is_leaf(node):
-            entry["leaf"] = True
-        else:
-            local = int(tree.feature[node])
-            feature = feature_map[local] if feature_map is not None else local
-            name = names[feature] if names is not None and feature < len(names) \
-                else f"x[{feature}]"
-            entry["feature"] = feature
-            entry["feature_name"] = name
-            start = int(tree.first_branch[node])
-            branches = []
-            for branch, child in tree.children(node):
-                item = {"branch": int(branch), "condition":
-                        tree.branch_condition(node, branch, name, 6), "child": child}
-                if branch >= 0:
-                    item["fraction"] = _number(tree.branch_fraction[start + branch])
-                branches.append(item)
-            entry["branches"] = branches
-            if tree.missing_child[node] >= 0:
-                entry["missing_child"] = int(tree.missing_child[node])
-        _add_counts(counts, node, entry)
-        nodes.append(entry)
-    return {"n_nodes": int(tree.node_count), "max_depth": int(tree.max_depth),
-            "n_leaves": int(tree.n_leaves), "multiway": True, "nodes": nodes}
-
-
-def trees_to_dict(model):
-    """The model as a JSON-ready dict: class, parameters, features, classes and every
-    tree (see :func:`tree_to_dict`), each with the attribute path it was found at."""
-    trees = []
-    for index, (where, tree, context) in enumerate(iter_trees(model)):
-        entry = {"index": index, "path": where}
-        if "classes" in context:
-            entry["classes"] = [_label(c) for c in context["classes"]]
-        entry.update(tree_to_dict(tree, context))
-        trees.append(entry)
-    get_params = getattr(model, "get_params", None)
-    names = getattr(model, "feature_names_in_", None)
-    classes = getattr(model, "classes_", None)
-    return {
-        "format": "silva-tree-dump",
-        "format_version": FORMAT_VERSION,
-        "estimator": _class_path(type(model)),
-        "params": _jsonable(get_params(deep=False)) if callable(get_params) else None,
-        "n_features": getattr(model, "n_features_in_", None),
-        "feature_names": None if names is None else [str(n) for n in names],
-        "classes": None if classes is None or np.ndim(classes) != 1
-        else [_label(c) for c in classes],
-        "n_trees": len(trees),
-        "trees": trees,
-    }
-
-
-def dump_json(model, path=None, *, indent=2):
-    """The trees of ``model`` as readable JSON (see :func:`trees_to_dict`); written to
-    ``path`` (atomically) when given, and returned as a string."""
-    text = json.dumps(trees_to_dict(model), indent=indent, default=_json_default)
-    if path is not None:
-        data = text.encode("utf-8")
-        _atomic_write(os.fspath(path), lambda file: file.write(data))
-    return text
-
-
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
-    return str(value)
-
-
 class PersistenceMixin:
     """Adds :meth:`save`, :meth:`dump_json` and the class method :meth:`load` to an
     estimator; the format is described in :mod:`silva.persistence`."""
@@ -1184,7 +951,9 @@ class PersistenceMixin:
         return save(self, path, allow_pickle=allow_pickle, metadata=metadata)
 
     def dump_json(self, path=None, *, indent=2):
-        """The trees as readable JSON; see :func:`silva.persistence.dump_json`."""
+        """The trees as readable JSON; see :func:`silva.export_json.dump_json`."""
+        from silva.export_json import dump_json
+
         return dump_json(self, path, indent=indent)
 
     @classmethod

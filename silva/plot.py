@@ -21,6 +21,8 @@ import numbers
 
 import numpy as np
 
+from silva.engine.tree_interface import branch_test
+
 __all__ = ["decision_boundary", "importance", "learning_curve", "margins", "tree"]
 
 
@@ -55,7 +57,7 @@ def _tint(rgb, strength):
 
 def _fmt(x, precision):
     x = round(float(x), precision)
-    return str(int(x)) if x == int(x) and abs(x) < 1e15 else f"{x:.{precision}f}"
+    return str(int(x)) if abs(x) < 1e15 and x == int(x) else f"{x:.{precision}f}"
 
 
 def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
@@ -67,7 +69,7 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     model : fitted silva estimator
         A decision tree or any model holding :class:`silva.engine.tree.Tree` objects
         (ensembles: pick one with ``tree_index``, in the order of
-        :func:`silva.persistence.iter_trees`).
+        :func:`silva.tree_walk.iter_trees`).
     ax : matplotlib Axes, default=None
     max_depth : int, default=None
         Deepest level drawn (the root is 0); deeper subtrees are shown as ``...``.
@@ -89,7 +91,7 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     child, drawn on the left, holds the samples for which it is true. ``(NaN)`` marks the
     side that missing values take.
     """
-    from silva.persistence import iter_trees
+    from silva.tree_walk import iter_trees
 
     if max_depth is not None and (not isinstance(max_depth, numbers.Integral)
                                   or max_depth < 0):
@@ -108,28 +110,24 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     is_classifier = classes is not None and len(classes) == n_values
     limit = np.inf if max_depth is None else max_depth
     has_missing = context.get("has_missing", True)
-    multiway = hasattr(t, "n_branches") and callable(getattr(t, "children", None))
+    multiway = t.multiway
+    is_leaf = t.is_leaf
 
-    def name_of(node):
-        feature = int(t.feature[node])
+    def name_of(split):
+        feature = split.feature
         feature = feature_map[feature] if feature_map is not None else feature
         if names is not None and feature < len(names):
             return str(names[feature]), feature
         return f"x[{feature}]", feature
 
-    def is_leaf(node):
-        return bool(t.is_leaf(node)) if multiway else t.children_left[node] == -1
-
     def children(node):
-        """(edge label or None, child) pairs, left to right."""
+        """(edge label, child) pairs, left to right."""
         if multiway:
-            name = name_of(node)[0]
-            pairs = []
-            for branch, child in t.children(node):
-                condition = t.branch_condition(node, branch, name, precision)
-                pairs.append((condition.removeprefix(name).strip(), child))
-            return pairs
-        return [("yes", int(t.children_left[node])), ("no", int(t.children_right[node]))]
+            split = t.split(node)
+            return [(branch_test(split, branch, precision), child)
+                    for branch, child in zip(split.branches, t.children(node), strict=True)]
+        left, right = t.children(node)
+        return [("yes", left), ("no", right)]
 
     def shown_leaf(node):
         return is_leaf(node) or t.node_depth[node] >= limit
@@ -161,13 +159,14 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
     def label(node):
         lines = []
         if multiway and not is_leaf(node):
-            lines.append(name_of(node)[0])
+            lines.append(name_of(t.split(node))[0])
         elif not is_leaf(node):
-            name, feature = name_of(node)
+            split = t.split(node)
+            name, feature = name_of(split)
             # Where NaN goes is only worth a mention when the model saw missing values.
-            nan_side = " (NaN)" if has_missing and t.missing_go_to_left[node] else ""
-            if t.is_categorical[node]:
-                codes = t.categories_left(node)
+            nan_side = " (NaN)" if has_missing and split.missing_branch == 0 else ""
+            if split.kind == "categories":
+                codes = split.categories_left
                 labels = categories.get(feature)
                 shown = [str(labels[c]) if labels is not None and c < len(labels) else str(c)
                          for c in codes]
@@ -175,7 +174,7 @@ def tree(model, ax=None, max_depth=None, *, tree_index=0, feature_names=None,
                     shown = shown[:4] + ["..."]
                 lines.append(f"{name} in {{{', '.join(shown)}}}{nan_side}")
             else:
-                lines.append(f"{name} <= {_fmt(t.threshold[node], precision)}{nan_side}")
+                lines.append(f"{name} <= {_fmt(split.threshold, precision)}{nan_side}")
         lines.append(f"samples = {int(t.n_node_samples[node])}")
         values = t.value[node, 0]
         if is_classifier:

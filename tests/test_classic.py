@@ -292,7 +292,7 @@ def test_c45_min_samples_leaf_is_minobjs():
     model = C45Classifier(confidence=1.0, min_samples_leaf=10).fit(X, y)
     tree = model.tree_
     for node in np.flatnonzero(tree.kind >= 0):
-        sizes = [tree.weighted_n_node_samples[c] for _, c in tree.children(node)]
+        sizes = [tree.weighted_n_node_samples[c] for c in tree.children(node)]
         assert sum(s >= 10 for s in sizes) >= 2
     small = C45Classifier(confidence=1.0, min_samples_leaf=1).fit(X, y)
     assert small.get_n_leaves() > model.get_n_leaves()
@@ -519,7 +519,7 @@ def expected_cut(tree, X, y, level):
             features.append(-2)
             continue
         features.append(int(tree.feature[node]))
-        stack.extend(reversed([child for _, child in tree.children(node)]))
+        stack.extend(reversed(tree.children(node)))
     return features
 
 

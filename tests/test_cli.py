@@ -16,6 +16,8 @@ from sklearn.base import BaseEstimator, is_classifier
 from sklearn.datasets import load_breast_cancer
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor, cli
+from silva.cli import demo, tables
+from silva.export import export_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,14 +119,14 @@ def test_demo_prints_the_top_of_a_tree(demo_output):
 
 def test_demo_tree_matches_export_text():
     # Small custom entry list: the printout is exactly export_text of the fitted tree.
-    entries = [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", cli._clf(max_depth=3))]
+    entries = [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", demo._clf(max_depth=3))]
     buf = io.StringIO()
     results = cli.run_demo(entries, max_depth_shown=1, warm_up=False, out=buf)
     assert len(results) == 1 and results[0]["depth"] <= 3
     data = cli.load_dataset("breast_cancer")
     est = entries[0].factory().fit(data.X_train, data.y_train)
-    assert cli._class_names(est, data) == ["malignant", "benign"]
-    expected = cli.export_text(
+    assert demo._class_names(est, data) == ["malignant", "benign"]
+    expected = export_text(
         est, feature_names=data.feature_names, class_names=["malignant", "benign"], max_depth=1
     )
     assert buf.getvalue().endswith(expected)
@@ -132,8 +134,8 @@ def test_demo_tree_matches_export_text():
 
 
 def test_max_depth_shown_option(capsys, monkeypatch):
-    entry = cli.DemoEntry("diabetes", "DecisionTreeRegressor", cli._reg())
-    monkeypatch.setattr(cli, "DEMO_ENTRIES", [entry])
+    entry = cli.DemoEntry("diabetes", "DecisionTreeRegressor", demo._reg())
+    monkeypatch.setattr(demo, "DEMO_ENTRIES", [entry])
     assert cli.main(["demo", "--max-depth-shown", "0", "--no-warm-up"]) == 0
     out = capsys.readouterr().out
     tree_lines = [line for line in out.splitlines() if line.startswith("|")]
@@ -418,7 +420,7 @@ def test_plain_csv_without_pandas(data_dir, capsys, tmp_path, monkeypatch):
     import numpy as np
 
     folder, df = data_dir
-    monkeypatch.setattr(cli, "_pandas", lambda: None)
+    monkeypatch.setattr(tables, "_pandas", lambda: None)
     path = tmp_path / "plain.silva"
     code, out, err = run_cli(["fit", folder / "numeric.csv", "--target", "price", "--out",
                               path], capsys)
@@ -437,9 +439,9 @@ def test_plain_csv_without_pandas(data_dir, capsys, tmp_path, monkeypatch):
 
 
 def test_demo_writes_plots(tmp_path, capsys, monkeypatch):
-    entries = [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", cli._clf(max_depth=3)),
-               cli.DemoEntry("diabetes", "DecisionTreeRegressor", cli._reg(max_depth=3))]
-    monkeypatch.setattr(cli, "DEMO_ENTRIES", entries)
+    entries = [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", demo._clf(max_depth=3)),
+               cli.DemoEntry("diabetes", "DecisionTreeRegressor", demo._reg(max_depth=3))]
+    monkeypatch.setattr(demo, "DEMO_ENTRIES", entries)
     plots = tmp_path / "plots"
     assert cli.main(["demo", "--no-warm-up", "--plots", str(plots)]) == 0
     out = capsys.readouterr().out
@@ -713,7 +715,7 @@ def test_value_and_type_errors_are_one_line(capsys, monkeypatch):
 
 
 def test_stray_cells_without_pandas(stray_cell, capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(cli, "_pandas", lambda: None)
+    monkeypatch.setattr(tables, "_pandas", lambda: None)
     path = tmp_path / "plain.silva"
     # Text columns need pandas, so keep the two numeric columns of the file.
     lines = (stray_cell / "stray.csv").read_text().splitlines()
@@ -725,3 +727,20 @@ def test_stray_cells_without_pandas(stray_cell, capsys, tmp_path, monkeypatch):
     code, out, err = run_cli([*fit, "--bad-cells=missing", "--out", path], capsys)
     assert code == 0 and "read as missing: row 18 ('oops')" in err
     assert "(CSV): 600 rows, 2 columns: 2 float" in out
+
+
+def test_tree_text_of_an_ensemble_is_export_text_of_its_first_tree():
+    from sklearn.datasets import load_iris
+
+    from silva import RandomForestClassifier
+    from silva.cli.describe import tree_text
+
+    X, y = load_iris(return_X_y=True)
+    forest = RandomForestClassifier(n_estimators=2, max_depth=3, random_state=0).fit(X, y)
+    names = ["sl", "sw", "pl", "pw"]
+    text = tree_text(forest, names, ["a", "b", "c"], max_depth=1)
+    header, _, body = text.partition("\n")
+    assert header == "estimators_[0].tree_:"
+    assert body == export_text(forest.estimators_[0].tree_, feature_names=names,
+                               class_names=["a", "b", "c"], max_depth=1)
+    assert "class: " in body and "missing" not in body

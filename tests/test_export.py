@@ -13,6 +13,7 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris
 from sklearn.exceptions import NotFittedError
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
+from silva.engine.tree import Tree
 from silva.export import export_graphviz, export_text
 
 # --------------------------------------------------------------------------------------
@@ -40,27 +41,22 @@ def diabetes_reg():
     return DecisionTreeRegressor(max_depth=3, random_state=0).fit(X, y)
 
 
-class FakeTree:
-    """A hand-built tree_ with silva's extras (categorical splits, missing routing)."""
-
-    def __init__(self, left, right, feature, threshold, value, n, missing_left, cat_left):
-        self.children_left = np.asarray(left, dtype=np.intp)
-        self.children_right = np.asarray(right, dtype=np.intp)
-        self.feature = np.asarray(feature, dtype=np.intp)
-        self.threshold = np.asarray(threshold, dtype=np.float64)
-        self.value = np.asarray(value, dtype=np.float64)
-        self.n_node_samples = np.asarray(n, dtype=np.intp)
-        self.weighted_n_node_samples = self.n_node_samples.astype(np.float64)
-        self.impurity = np.full(len(left), 0.25)
-        self.node_count = len(left)
-        self.missing_go_to_left = np.asarray(missing_left, dtype=np.uint8)
-        self.is_categorical = np.array([node in cat_left for node in range(len(left))])
-        self._cat_left = cat_left
-        self.n_leaves = int(np.sum(self.children_left == -1))
-        self.max_depth = 2
-
-    def categories_left(self, node):
-        return np.asarray(self._cat_left[node], dtype=np.int64)
+def hand_built_tree(left, right, feature, threshold, value, n, missing_left, cat_left):
+    """A silva Tree from hand-written arrays; ``cat_left`` maps a categorical split's node
+    to the category codes (of 4) that it sends left."""
+    n_nodes = len(left)
+    bitsets = np.zeros((n_nodes, 1), dtype=np.uint64)
+    for node, codes in cat_left.items():
+        bitsets[node, 0] = sum(1 << code for code in codes)
+    n = np.asarray(n, dtype=np.intp)
+    return Tree(
+        n_features=2, n_classes=2, children_left=left, children_right=right, feature=feature,
+        threshold=threshold, missing_go_to_left=missing_left,
+        is_categorical=[node in cat_left for node in range(n_nodes)],
+        category_bitsets=bitsets, value=value, impurity=np.full(n_nodes, 0.25),
+        n_node_samples=n, weighted_n_node_samples=n.astype(np.float64),
+        n_categories=[0, 4] if cat_left else None,
+    )
 
 
 class FakeClassifier:
@@ -79,7 +75,7 @@ def fake_classifier(has_missing=True):
     #   2: size <= 1.5 (missing -> right)
     #     3: leaf B
     #     4: leaf A
-    tree = FakeTree(
+    tree = hand_built_tree(
         left=[1, -1, 3, -1, -1],
         right=[2, -1, 4, -1, -1],
         feature=[1, -2, 0, -2, -2],
@@ -106,8 +102,8 @@ def chain_classifier(depth):
     value = np.tile([[0.5, 0.5]], (n_nodes, 1, 1))
     value[1::2] = [[1.0, 0.0]]
     value[-1] = [[0.0, 1.0]]
-    tree = FakeTree(left, right, feature, threshold, value, np.ones(n_nodes), np.zeros(n_nodes), {})
-    tree.is_categorical = np.zeros(n_nodes, dtype=bool)
+    tree = hand_built_tree(left, right, feature, threshold, value, np.ones(n_nodes),
+                           np.zeros(n_nodes), {})
     model = FakeClassifier(tree, has_missing=False)
     del model.feature_names_in_  # fall back to feature_0, feature_1, ...
     return model
@@ -490,3 +486,58 @@ def test_graphviz_renders_with_dot(iris_clf):
     result = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "<svg" in result.stdout
+
+
+# --------------------------------------------------------------------------------------
+# A tree instead of an estimator
+# --------------------------------------------------------------------------------------
+
+
+def test_text_of_a_tree_matches_its_estimator(iris_clf):
+    names = ["sl", "sw", "pl", "pw"]
+    expected = export_text(iris_clf, feature_names=names, class_names=["a", "b", "c"])
+    assert export_text(iris_clf.tree_, feature_names=names,
+                       class_names=["a", "b", "c"]) == expected
+    # Without class names a tree's leaves print their values (class fractions here).
+    text = export_text(iris_clf.tree_, feature_names=names, max_depth=1)
+    assert text.splitlines()[1] == "|   |--- value: [1.00, 0.00, 0.00]"
+    with pytest.raises(ValueError, match="feature_names must contain 4 elements, got 2"):
+        export_text(iris_clf.tree_, feature_names=["a", "b"])
+
+
+def test_text_of_a_tree_marks_missing_values_only_when_asked():
+    tree = fake_classifier().tree_
+    assert "missing" not in export_text(tree, feature_names=["size", "color"])
+    text = export_text(tree, feature_names=["size", "color"], class_names=["A", "B"],
+                       show_missing=True)
+    assert text == export_text(fake_classifier(has_missing=True))
+
+
+def test_graphviz_of_a_forest_member():
+    from silva import RandomForestRegressor
+
+    X, y = load_diabetes(return_X_y=True)
+    forest = RandomForestRegressor(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    tree = forest.estimators_[0].tree_
+    dot = export_graphviz(tree, impurity=False)
+    assert f"0 [label=\"feature_{tree.feature[0]} <= " in dot
+    assert dot.count(" -> ") == tree.node_count - 1
+    assert "missing" not in dot
+    assert export_graphviz(tree, show_missing=True).count("missing -> ") == \
+        tree.node_count - tree.n_leaves
+
+
+def test_a_tree_that_is_not_silvas_is_refused():
+    model = fake_classifier()
+    model.tree_ = object()
+    with pytest.raises(TypeError, match="not a silva tree"):
+        export_text(model)
+
+
+def test_graphviz_prints_an_infinite_threshold():
+    # A split that only separates missing values from the rest may have threshold inf.
+    model = fake_classifier()
+    tree = model.tree_
+    tree.threshold[2] = np.inf
+    assert "size <= inf" in export_graphviz(model)
+    assert "size <= inf" in export_text(model)

@@ -19,7 +19,8 @@ from silva import persistence
 from silva._input import CategoryEncoder
 from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine.tree import Tree
-from silva.persistence import PersistenceMixin, dump_json, load, register_safe_class, save
+from silva.export_json import dump_json
+from silva.persistence import PersistenceMixin, load, register_safe_class, save
 
 TREE_ARRAYS = ["children_left", "children_right", "feature", "threshold",
                "missing_go_to_left", "is_categorical", "category_bitsets", "value",
@@ -571,6 +572,16 @@ def test_dump_json_of_an_ensemble_maps_feature_subsets(tmp_path, iris_ensemble):
     # leaf values of a tree in the dump predict like the tree itself
     np.testing.assert_allclose(_predict_from_dump(dump, X, tree_index=3)[:, 0],
                                model.nested_.predict(X))
+
+
+def test_names_that_moved_out_of_persistence_still_import_from_it():
+    from silva import export_json, tree_walk
+
+    assert persistence.dump_json is export_json.dump_json
+    assert persistence.trees_to_dict is export_json.trees_to_dict
+    assert persistence.iter_trees is tree_walk.iter_trees
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        persistence.nope  # noqa: B018 - the failing look-up is the test
 
 
 def test_dump_json_of_array_fitted_tree_has_no_names():

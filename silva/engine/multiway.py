@@ -51,6 +51,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.significance import chi2_sf
+from silva.engine.tree_interface import MISSING_BRANCH, Split, branch_test
 
 LEAF = -1
 CATEGORICAL = 0
@@ -533,7 +534,12 @@ def binomial_upper_limit(errors, n, confidence):
 
 
 class MultiwayTree:
-    """A fitted ID3 or C4.5 tree (layout in the module docstring) and its kernels."""
+    """A fitted ID3 or C4.5 tree (layout in the module docstring) and its kernels.
+
+    Implements :class:`silva.engine.tree_interface.TreeInterface`.
+    """
+
+    multiway = True
 
     def __init__(self, *, n_features, n_classes, kind, feature, threshold, first_branch,
                  n_branches, branch_child, branch_fraction, missing_child, value, impurity,
@@ -565,7 +571,7 @@ class MultiwayTree:
         self.parent_branch = np.full(self.node_count, -1, dtype=np.int64)
         self.node_depth = np.zeros(self.node_count, dtype=np.int64)
         for node in range(self.node_count):  # children have larger ids than parents
-            for branch, child in self.children(node):
+            for branch, child in self.branches(node):
                 self.parent[child] = node
                 self.parent_branch[child] = branch
                 self.node_depth[child] = self.node_depth[node] + 1
@@ -583,10 +589,14 @@ class MultiwayTree:
     def max_depth(self):
         return int(self.node_depth.max()) if self.node_count else 0
 
-    def is_leaf(self, node):
-        return self.kind[node] == LEAF
+    @property
+    def n_nodes(self):
+        return self.node_count
 
-    def children(self, node):
+    def is_leaf(self, node):
+        return bool(self.kind[node] == LEAF)
+
+    def branches(self, node):
         """``(branch, child)`` pairs of ``node``: branch ``b >= 0`` is a value branch,
         ``-1`` the missing branch; branches without a child are left out."""
         pairs = []
@@ -597,8 +607,35 @@ class MultiwayTree:
             if self.branch_child[start + b] >= 0:
                 pairs.append((b, int(self.branch_child[start + b])))
         if self.missing_child[node] >= 0:
-            pairs.append((-1, int(self.missing_child[node])))
+            pairs.append((MISSING_BRANCH, int(self.missing_child[node])))
         return pairs
+
+    def children(self, node):
+        """Child ids of ``node`` in branch order, the missing branch's last; ``()`` at a
+        leaf. Branches that had no training case have no child and are left out."""
+        return tuple(child for _, child in self.branches(node))
+
+    def split(self, node):
+        """The :class:`~silva.engine.tree_interface.Split` at internal ``node``."""
+        kind = self.kind[node]
+        if kind == LEAF:
+            raise ValueError(f"node {node} is a leaf")
+        feature = int(self.feature[node])
+        branches = tuple(branch for branch, _ in self.branches(node))
+        missing_branch = MISSING_BRANCH if self.missing_child[node] >= 0 else None
+        if kind == THRESHOLD:
+            return Split("threshold", feature, branches, missing_branch,
+                         threshold=float(self.threshold[node]))
+        if kind == INTERVALS:
+            edges = self.bin_edges[feature, :self.n_bin_edges[feature]]
+            return Split("intervals", feature, branches, missing_branch,
+                         bin_edges=tuple(float(edge) for edge in edges))
+        names = self.value_names[feature]
+        return Split("values", feature, branches, missing_branch,
+                     category_names=None if names is None else tuple(str(n) for n in names))
+
+    def node_value(self, node):
+        return self.value[node, 0]
 
     def n_binary_splits(self):
         """Binary splits equivalent to the tree: a test with ``k`` branches (those without
@@ -672,7 +709,7 @@ class MultiwayTree:
         importances = np.zeros(self.n_features)
         weighted = self.weighted_n_node_samples * self.impurity
         for node in np.flatnonzero(self.kind != LEAF):
-            decrease = weighted[node] - sum(weighted[c] for _, c in self.children(node))
+            decrease = weighted[node] - sum(weighted[c] for c in self.children(node))
             importances[self.feature[node]] += decrease
         if self.node_count:
             importances /= self.weighted_n_node_samples[0]
@@ -683,24 +720,6 @@ class MultiwayTree:
         return importances
 
     # ---------------------------------------------------------------- text
-    def value_text(self, feature, code):
-        names = self.value_names[feature]
-        if names is not None and 0 <= code < len(names):
-            return str(names[code])
-        return str(code)
-
     def branch_condition(self, node, branch, feature_name, decimals=2):
         """Readable test of one branch, e.g. ``outlook = sunny`` or ``temp <= 75``."""
-        if branch < 0:
-            return f"{feature_name} is missing"
-        f = self.feature[node]
-        kind = self.kind[node]
-        if kind == THRESHOLD:
-            op = "<=" if branch == 0 else "> "
-            return f"{feature_name} {op} {self.threshold[node]:.{decimals}f}"
-        if kind == INTERVALS:
-            edges = self.bin_edges[f, :self.n_bin_edges[f]]
-            low = "-inf" if branch == 0 else f"{edges[branch - 1]:.{decimals}f}"
-            high = "inf" if branch >= edges.shape[0] else f"{edges[branch]:.{decimals}f}"
-            return f"{feature_name} in ({low}, {high}]"
-        return f"{feature_name} = {self.value_text(f, branch)}"
+        return f"{feature_name} {branch_test(self.split(node), branch, decimals)}"

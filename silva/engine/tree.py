@@ -24,6 +24,8 @@ import numba as nb
 import numpy as np
 import scipy.sparse
 
+from silva.engine.tree_interface import Split
+
 
 @nb.njit(cache=True, inline="always")
 def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
@@ -124,7 +126,13 @@ def _node_depths(children_left, children_right):
 
 
 class Tree:
-    """A fitted tree's flat arrays (see the module docstring) and its prediction kernels."""
+    """A fitted tree's flat arrays (see the module docstring) and its prediction kernels.
+
+    Implements :class:`silva.engine.tree_interface.TreeInterface` (binary splits: child 0
+    is the left child).
+    """
+
+    multiway = False
 
     def __init__(self, n_features, n_classes, children_left, children_right, feature,
                  threshold, missing_go_to_left, is_categorical, category_bitsets, value,
@@ -195,6 +203,35 @@ class Tree:
     @property
     def max_depth(self):
         return int(self.node_depth.max()) if self.node_count else 0
+
+    @property
+    def n_nodes(self):
+        return self.node_count
+
+    def is_leaf(self, node):
+        return bool(self.children_left[node] == -1)
+
+    def children(self, node):
+        """``(left, right)`` child ids of ``node``; ``()`` at a leaf."""
+        left = int(self.children_left[node])
+        return () if left == -1 else (left, int(self.children_right[node]))
+
+    def split(self, node):
+        """The :class:`~silva.engine.tree_interface.Split` at internal ``node``:
+        ``"threshold"`` or ``"categories"``, branch 0 left, missing values to
+        ``missing_branch``."""
+        if self.is_leaf(node):
+            raise ValueError(f"node {node} is a leaf")
+        missing_branch = 0 if self.missing_go_to_left[node] else 1
+        feature = int(self.feature[node])
+        if self.is_categorical[node]:
+            codes = tuple(int(code) for code in self.categories_left(node))
+            return Split("categories", feature, (0, 1), missing_branch, categories_left=codes)
+        return Split("threshold", feature, (0, 1), missing_branch,
+                     threshold=float(self.threshold[node]))
+
+    def node_value(self, node):
+        return self.value[node, 0]
 
     def categories_left(self, node):
         """Category codes, among those seen at fit, that a categorical split sends left.
