@@ -704,7 +704,7 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             leaves = np.flatnonzero(is_leaf)
             searched = np.empty(len(leaves))
             losses.leaf_line_search(
-                0 if line_search == "quantile" else 1, loss.line_search_param(),
+                line_search, loss.line_search_param(),
                 float(loss.param), y, np.ascontiguousarray(raw[:, column]), weight,
                 sample_indices, table[leaves, gg.START].astype(np.int64),
                 table[leaves, gg.END].astype(np.int64), searched)
