@@ -27,26 +27,24 @@ Sampling: ``subsample`` (Friedman 2002, stochastic gradient boosting) or
 ``sampling="goss"`` (gradient-based one-side sampling, Ke et al. 2017), and
 ``colsample_bytree`` / ``colsample_bynode``. Early stopping watches ``eval_set`` (or a
 ``validation_fraction`` split) through :mod:`silva.callbacks`.
+
+This module is the estimators' face: it checks parameters and data, bins X, and hands
+the iterations to :func:`silva._boosting_loop.boost`; the evaluation metrics are in
+:mod:`silva.metrics`.
 """
 
 import numbers
-import queue
-import time
-from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from silva import _input
-from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
-from silva.engine import gradient_grower as gg
-from silva.engine import gradient_histogram, leaf_values, losses
+from silva import _boosting_loop, _input, metrics
+from silva._boosting_loop import BoostingConfig, BoostingRecord, EvalSet
+from silva.engine import losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
-from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import (
     L1,
     L2,
@@ -56,152 +54,13 @@ from silva.engine.gradient_splitting import (
     MIN_SPLIT_GAIN,
     N_PARAMS,
 )
-from silva.engine.nodes import LEAF, UNDEFINED
-from silva.engine.random import seed_from_random_state
-from silva.engine.tree import Tree
 from silva.persistence import PersistenceMixin
-
-try:
-    from silva._progress import progress
-except ImportError:  # pragma: no cover - the progress module is optional
-    def progress(iterable, total=None, enabled=False, desc=""):
-        return iterable
 
 _UNLIMITED_DEPTH = 2**31 - 1
 
-
-class _ThreadChoice:
-    """Run each boosting iteration on all of numba's threads or on one, whichever has
-    lately been faster.
-
-    On a machine whose cores other processes keep busy, a parallel region waits for a
-    thread the OS has set aside: one region can cost a whole scheduler time slice, and
-    an iteration starts dozens (measured: 10 times slower than one thread on a 2-core
-    machine with another busy process). Every ``probe_every``-th iteration runs the
-    other way, so that the choice follows the load. No kernel's result depends on the
-    number of threads (the grower's parallel blocks depend only on node sizes), so this
-    changes speed only, never the model.
-
-    The first iteration runs parallel and is not timed: it touches the fit's buffers
-    for the first time (page faults), which once made it look slower than a serial
-    iteration and sent the next ``probe_every`` iterations to one thread. The second
-    is timed parallel, the third serial, and the faster way is kept from then on.
-    """
-
-    def __init__(self, probe_every=25):
-        self.threads = numba.get_num_threads()
-        self.probe_every = probe_every
-        self.seconds = {True: np.inf, False: np.inf}  # last time per iteration, per choice
-        self.count = 0
-
-    def parallel(self):
-        """Whether the next iteration should run parallel."""
-        if self.threads == 1:
-            return False
-        self.count += 1
-        if self.count <= 2:
-            return True
-        best = self.seconds[True] <= self.seconds[False]
-        # The third iteration, then one in probe_every, tries the other way.
-        return not best if self.count % self.probe_every == 3 else best
-
-    def record(self, parallel, seconds):
-        if self.count > 1:  # the first iteration is a warm-up (see above)
-            self.seconds[parallel] = seconds
-
-
-class _IterationGrower:
-    """Grows an iteration's trees, one per output column of the gradients.
-
-    One after the other, each with the grower's own parallel passes over row blocks; or,
-    when asked to run parallel with several trees (one per class), the trees at once in
-    a pool of threads, each grown serially (``serial=True``: the same row blocks one
-    after the other) on a workspace of its own. Each tree's inputs (feature mask, seed)
-    are drawn beforehand, so the trees are the same either way: the multiclass trees
-    grow about twice as fast on two cores, where most nodes are too small for parallel
-    passes.
-    """
-
-    def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
-        self.workspaces = [workspace]
-        self.use_hessian = use_hessian
-        self.two_lanes = two_lanes
-        self.n_threads = n_threads
-        self.data = data
-        self.rules = rules
-
-    def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
-             serial):
-        """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
-        sample_indices = in_bag.copy()
-        # The grower's parallel loops run over a few row blocks each: hand them out one
-        # at a time, so that a thread the OS stalls holds up one block, not half of them.
-        chunksize = numba.set_parallel_chunksize(1)
-        try:
-            table, bitsets = gg.grow_gradient_tree(
-                workspace, self.data, self.rules, sample_indices, feature_mask, seed,
-                np.bool_(serial), gradient_histogram.GradientStatistics(
-                    grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
-                    np.bool_(self.two_lanes)))
-        finally:
-            numba.set_parallel_chunksize(chunksize)
-        return table, bitsets, sample_indices
-
-    def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
-        """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
-        n_workers = min(self.n_threads, len(draws)) if parallel else 1
-        if n_workers == 1:
-            return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
-                              serial=False)
-                    for k, (mask, seed) in enumerate(draws)]
-        while len(self.workspaces) < n_workers:
-            self.workspaces.append(gradient_histogram.clone_workspace(self.workspaces[0]))
-        free = queue.SimpleQueue()
-        for workspace in self.workspaces[:n_workers]:
-            free.put(workspace)
-
-        def grow_one(k):
-            workspace = free.get()
-            try:
-                return self.grow(k, *draws[k], grad, hess, weight, in_bag, workspace,
-                                 serial=True)
-            finally:
-                free.put(workspace)
-
-        with ThreadPoolExecutor(n_workers) as pool:
-            return list(pool.map(grow_one, range(len(draws))))
-
-
-# ------------------------------------------------------------------- metrics
-def _auc(y, score, weight):
-    """Weighted ROC AUC (ties count one half), from the rank statistic."""
-    order = np.argsort(score, kind="mergesort")
-    score, y, weight = score[order], y[order], weight[order]
-    positive = weight * (y == 1)
-    negative = weight * (y != 1)
-    total_pos = positive.sum()
-    total_neg = negative.sum()
-    if total_pos == 0 or total_neg == 0:
-        return np.nan
-    # Group ties: each positive counts the negatives below it plus half of those tied.
-    _, starts = np.unique(score, return_index=True)
-    ends = np.append(starts[1:], len(score))
-    neg_below = 0.0
-    area = 0.0
-    for s, e in zip(starts, ends, strict=True):
-        pos_here = positive[s:e].sum()
-        neg_here = negative[s:e].sum()
-        area += pos_here * (neg_below + 0.5 * neg_here)
-        neg_below += neg_here
-    return area / (total_pos * total_neg)
-
-
-_METRICS_REGRESSION = {"loss", "rmse", "mae"}
 # Regression losses whose gradients are on the scale of y (see check_target_scale); the
 # absolute and quantile gradients are signs, gamma's are scale-free ratios y / mu.
 _SCALED_TARGET_LOSSES = {"squared_error", "huber", "poisson", "tweedie"}
-_METRICS_CLASSIFICATION = {"loss", "log_loss", "accuracy", "error", "auc"}
-_HIGHER_IS_BETTER = {"accuracy", "auc"}
 
 
 class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
@@ -383,62 +242,54 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
             sets.append(row)
         return np.array(sets, dtype=np.uint8)
 
-    # --------------------------------------------------------------- metrics
-    def _metric_name(self):
-        if self.scoring is None:
-            if isinstance(self._loss, losses.CustomObjective):
-                return "log_loss" if self._is_classifier else "rmse"
-            return "loss"
-        if callable(self.scoring):
-            return getattr(self.scoring, "__name__", "score")
-        allowed = _METRICS_CLASSIFICATION if self._is_classifier else _METRICS_REGRESSION
-        if self.scoring not in allowed:
-            raise ValueError(f"scoring must be None, a callable or one of {sorted(allowed)};"
-                             f" got {self.scoring!r}.")
-        return self.scoring
-
-    def _evaluate(self, name, y, raw, weight):
-        """``(value, higher_is_better)`` of metric ``name`` at raw predictions ``raw``."""
-        if callable(self.scoring):
-            prediction = self._loss.link(raw)
-            if not self._is_classifier:
-                prediction = prediction[:, 0]
-            return float(self.scoring(y, prediction, weight)), True
-        if name == "loss":
-            return self._loss.loss(y, raw, weight), False
-        if name == "log_loss":
-            p = np.clip(self._loss.link(raw), 1e-15, 1.0)
-            return float(np.average(-np.log(p[np.arange(len(y)), y.astype(np.int64)]),
-                                    weights=weight)), False
-        if name in ("rmse", "mae"):
-            error = self._loss.link(raw)[:, 0] - y
-            if name == "rmse":
-                return float(np.sqrt(np.average(error**2, weights=weight))), False
-            return float(np.average(np.abs(error), weights=weight)), False
-        proba = self._loss.link(raw)
-        if name in ("accuracy", "error"):
-            accuracy = float(np.average(np.argmax(proba, axis=1) == y, weights=weight))
-            return (accuracy, True) if name == "accuracy" else (1.0 - accuracy, False)
-        if proba.shape[1] != 2:
-            raise ValueError("scoring='auc' is for binary classification.")
-        return float(_auc(y, proba[:, 1], weight)), True
-
     # ------------------------------------------------------------------- fit
     def _fit(self, X, y, sample_weight, eval_set, eval_sample_weight, callbacks, encode_y):
-        if self.warm_start and hasattr(self, "estimators_"):
-            # The new trees continue the fitted ones on the same binning: check X against
-            # the fit's features before the reset below overwrites them.
-            try:
-                self._prepare_X(X, reset=False)
-            except ValueError as error:
-                raise ValueError(f"warm_start=True adds trees to the fitted model, so X must "
-                                 f"have the features it was fitted on: {error}") from None
-        X = self._prepare_X(X, reset=True)
+        """Validate, bin, and delegate the iterations to :func:`silva._boosting_loop.boost`."""
+        X = self._training_X(X)
         y = self._check_y_shape(y, X.shape[0])
         y, n_classes = encode_y(y)
-        n_samples, n_features = X.shape
-        sample_weight = _input.check_sample_weight(sample_weight, n_samples)
-        p = self._check_params(n_features)
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        checked = self._check_params(X.shape[1])
+        loss = self._checked_loss(y, sample_weight, n_classes)
+        self._loss = loss
+        config = self._loop_config(checked, loss, eval_set, X.shape[1])
+        _input.check_categorical_codes(X, self.is_categorical_, self.max_bins,
+                                       getattr(self, "feature_names_in_", None))
+        rng = check_random_state(self.random_state)
+        evals = self._eval_sets(eval_set, eval_sample_weight)
+        X, y, sample_weight, evals = self._training_rows(X, y, sample_weight, evals, rng)
+        record = self._start_record(X, y, sample_weight, loss, rng)
+        # The fitted attributes are the record's lists, so that a callback sees them grow.
+        self.estimators_ = record.trees
+        self._split_gains = record.split_gains
+        self.evals_result_ = record.evals_result
+        self.best_iteration_ = None
+        _boosting_loop.boost(X, y, sample_weight, self._binner, self.is_categorical_,
+                             self.init_raw_, loss, config, rng, evals=evals, record=record,
+                             callbacks=callbacks, model=self, label=type(self).__name__)
+        self.best_iteration_ = record.best_iteration
+        self._timings = record.timings
+        self.n_iter_ = len(self.estimators_)
+        self._packed = _boosting_loop.pack(self.estimators_, loss.n_outputs)
+        return self
+
+    def _continues_fit(self):
+        """Whether ``warm_start`` asks this fit to add trees to fitted ones."""
+        return self.warm_start and hasattr(self, "estimators_")
+
+    def _training_X(self, X):
+        """X validated once: against the fitted features when the fit continues a model
+        (the new trees share its binning), else as a new fit's X."""
+        if not self._continues_fit():
+            return self._prepare_X(X, reset=True)
+        try:
+            return self._prepare_X(X, reset=False)
+        except ValueError as error:
+            raise ValueError(f"warm_start=True adds trees to the fitted model, so X must "
+                             f"have the features it was fitted on: {error}") from None
+
+    def _checked_loss(self, y, sample_weight, n_classes):
+        """The :class:`silva.engine.losses.Loss` of ``loss``, y checked against its domain."""
         loss = losses.make_loss(self.loss, n_classes=n_classes,
                                 **({} if self._is_classifier else
                                    {"alpha": self.alpha, "power": self.power}))
@@ -446,295 +297,93 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         if loss.name in _SCALED_TARGET_LOSSES:
             # Their gradients grow with y, and split gains square the gradient sums.
             _input.check_target_scale(y, sample_weight)
-        self._loss = loss
-        metric = self._metric_name()  # validates scoring even when nothing is evaluated
+        return loss
+
+    def _loop_config(self, checked, loss, eval_set, n_features):
+        """The :class:`BoostingConfig` of the checked parameters ``checked``."""
+        metric = metrics.metric_name(self.scoring, loss)  # validates scoring in any case
         if self.early_stopping_rounds is None and eval_set is None and not self.verbose:
             metric = None
-        monotonic = self._monotonic(n_features)
-        interaction_sets = self._interaction_sets(n_features)
-        names = getattr(self, "feature_names_in_", None)
-        _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
-        rng = check_random_state(self.random_state)
+        return BoostingConfig(
+            boosting=self.boosting, learning_rate=checked["learning_rate"],
+            n_estimators=int(self.n_estimators), split_params=checked["params"],
+            max_depth=checked["max_depth"], max_leaf_nodes=checked["max_leaf_nodes"],
+            depthwise=self.growth == "depthwise", subsample=checked["subsample"],
+            goss=self.sampling == "goss", goss_top_rate=self.goss_top_rate,
+            goss_other_rate=self.goss_other_rate,
+            colsample_bytree=checked["colsample_bytree"],
+            colsample_bynode=checked["colsample_bynode"],
+            monotonic=self._monotonic(n_features),
+            interaction_sets=self._interaction_sets(n_features),
+            metric=metric, scoring=self.scoring,
+            record_training=bool(self.verbose) and metric is not None,
+            early_stopping_rounds=self.early_stopping_rounds, verbose=int(self.verbose))
 
-        # Evaluation sets, validated before any work.
+    def _eval_sets(self, eval_set, eval_sample_weight):
+        """``eval_set`` as validated :class:`EvalSet` records, checked before any work."""
+        if eval_set is None:
+            return []
+        if isinstance(eval_set, tuple):
+            eval_set = [eval_set]
+        if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set):
+            raise ValueError("eval_sample_weight needs one entry per eval_set entry.")
         evals = []
-        if eval_set is not None:
-            if isinstance(eval_set, tuple):
-                eval_set = [eval_set]
-            if eval_sample_weight is not None and len(eval_sample_weight) != len(eval_set):
-                raise ValueError("eval_sample_weight needs one entry per eval_set entry.")
-            for j, pair in enumerate(eval_set):
-                if not isinstance(pair, tuple | list) or len(pair) != 2:
-                    raise ValueError(f"eval_set[{j}] must be an (X, y) pair.")
-                try:
-                    X_e = self._prepare_X(pair[0], reset=False)
-                except ValueError as error:
-                    raise ValueError(f"eval_set[{j}]: {error}") from error
-                y_e = self._check_y_shape(pair[1], X_e.shape[0])
-                y_e = self._encode_eval_y(y_e, j)
-                w_e = _input.check_sample_weight(
-                    None if eval_sample_weight is None else eval_sample_weight[j],
-                    X_e.shape[0])
-                evals.append([f"valid_{j}", X_e, y_e, w_e])
+        for j, pair in enumerate(eval_set):
+            if not isinstance(pair, tuple | list) or len(pair) != 2:
+                raise ValueError(f"eval_set[{j}] must be an (X, y) pair.")
+            try:
+                X_e = self._prepare_X(pair[0], reset=False)
+            except ValueError as error:
+                raise ValueError(f"eval_set[{j}]: {error}") from error
+            y_e = self._check_y_shape(pair[1], X_e.shape[0])
+            y_e = self._encode_eval_y(y_e, j)
+            w_e = _input.check_sample_weight(
+                None if eval_sample_weight is None else eval_sample_weight[j], X_e.shape[0])
+            evals.append(EvalSet(f"valid_{j}", X_e, y_e, w_e))
+        return evals
 
-        # Zero-weight samples take no part (as if left out), binning included.
+    def _training_rows(self, X, y, sample_weight, evals, rng):
+        """The rows boosting trains on, and the evaluation sets: zero-weight rows take no
+        part (as if left out, binning included), and early stopping without an
+        ``eval_set`` holds out ``validation_fraction`` of them as ``"validation"``."""
         positive = sample_weight > 0
         if not positive.all():
             X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
-        if self.early_stopping_rounds is not None and not evals:
-            if self.validation_fraction is None:
-                raise ValueError("early_stopping_rounds needs an eval_set or a "
-                                 "validation_fraction.")
-            stratify = y if self._is_classifier else None
-            try:
-                X, X_v, y, y_v, sample_weight, w_v = train_test_split(
-                    X, y, sample_weight, test_size=self.validation_fraction,
-                    stratify=stratify, random_state=rng.randint(2**31 - 1))
-            except ValueError:
-                X, X_v, y, y_v, sample_weight, w_v = train_test_split(
-                    X, y, sample_weight, test_size=self.validation_fraction,
-                    random_state=rng.randint(2**31 - 1))
-            evals.append(["validation", X_v, y_v, w_v])
-        n_samples = X.shape[0]
-        K = loss.n_outputs
+        if self.early_stopping_rounds is None or evals:
+            return X, y, sample_weight, evals
+        if self.validation_fraction is None:
+            raise ValueError("early_stopping_rounds needs an eval_set or a "
+                             "validation_fraction.")
+        stratify = y if self._is_classifier else None
+        try:
+            X, X_v, y, y_v, sample_weight, w_v = train_test_split(
+                X, y, sample_weight, test_size=self.validation_fraction,
+                stratify=stratify, random_state=rng.randint(2**31 - 1))
+        except ValueError:
+            X, X_v, y, y_v, sample_weight, w_v = train_test_split(
+                X, y, sample_weight, test_size=self.validation_fraction,
+                random_state=rng.randint(2**31 - 1))
+        return X, y, sample_weight, [EvalSet("validation", X_v, y_v, w_v)]
 
-        warm = (self.warm_start and hasattr(self, "estimators_")
-                and getattr(self, "_n_trees_per_iteration", None) == K)
-        if warm:
-            binner = self._binner
+    def _start_record(self, X, y, sample_weight, loss, rng):
+        """The fitted model's record when this fit continues it (same binning and initial
+        constant); else a new record, with the binner and initial constant fitted."""
+        n_outputs = loss.n_outputs
+        if self._continues_fit() and getattr(self, "_n_trees_per_iteration", None) == n_outputs:
             if self.n_estimators < self.n_iter_:
                 raise ValueError(f"n_estimators={self.n_estimators} must be >= the "
                                  f"{self.n_iter_} iterations already fitted with "
                                  "warm_start=True.")
-            trees = [t for iteration in self.estimators_ for t in iteration]
-            gains = list(self._split_gains)
-        else:
-            edge_rows = None
-            if self.bin_subsample is not None and n_samples > self.bin_subsample:
-                edge_rows = np.sort(rng.choice(n_samples, self.bin_subsample, replace=False))
-            binner = Binner(self.max_bins, self.is_categorical_).fit(X, edge_rows)
-            self._binner = binner
-            self.init_raw_ = loss.init_raw(y, sample_weight)
-            self.estimators_ = []
-            trees = []
-            gains = []
-            self.evals_result_ = {}
-        # The grower reads each sample's codes and statistics as one record (see
-        # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
-        n_bins = binner.missing_bin_ + 1
-        workspace = gradient_histogram.make_workspace(
-            binner.transform(X), n_bins,
-            gradient_histogram.pool_slots_for(p["max_leaf_nodes"], n_features, n_bins))
-        codes = workspace.codes
-        self._n_trees_per_iteration = K
-        self.n_trees_per_iteration_ = K
-        n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
-        n_words = max(1, (int(n_categories) + 63) // 64)
-        tree_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
-
-        raw = np.tile(self.init_raw_, (n_samples, 1))
-        for e in evals:
-            e.append(np.tile(self.init_raw_, (e[1].shape[0], 1)))
-        if warm and trees:
-            packed = PackedTrees(trees, output_column=np.tile(np.arange(K), len(trees) // K))
-            packed.predict(X, out=raw)
-            for e in evals:
-                packed.predict(e[1], out=e[4])
-        # Column-major training predictions, gradients and hessians: a class's tree reads
-        # and updates one contiguous column, where a row-major column of K classes made
-        # every tree touch every cache line of the whole array (10 classes, 160,000 rows,
-        # one thread: the update took 1.0-1.5 ms less per tree, the softmax gradients
-        # 1.8 ms more per iteration). With one output both layouts are one.
-        raw = np.asfortranarray(raw)
-        begin = len(self.estimators_)
-        end = int(self.n_estimators)
-        grad = np.empty((n_samples, K), order="F")
-        hess = np.empty((n_samples, K), order="F")
-        all_rows = np.arange(n_samples, dtype=np.int32)
-        use_hessian = self.boosting == "newton"
-        params = p["params"]
-        lr = p["learning_rate"]
-        n_bytree = max(1, int(round(p["colsample_bytree"] * n_features)))
-        n_bynode = max(1, int(round(p["colsample_bynode"] * n_bytree)))
-        line_search = loss.line_search if (self.boosting == "gradient"
-                                           or loss.renew_leaves_in_newton) else None
-        newton_step = self.boosting == "gradient" and line_search is None
-
-        cbs = []
-        stopper = None
-        if self.early_stopping_rounds is not None:
-            stopper = EarlyStopping(int(self.early_stopping_rounds))
-            cbs.append(stopper)
-        if self.verbose:
-            cbs.append(LogEvaluation(int(self.verbose)))
-        cbs.extend(callbacks or [])
-        record_training = bool(self.verbose) and metric is not None
-        if not warm:
-            if record_training:
-                self.evals_result_["training"] = {metric: []}
-            for e in evals:
-                self.evals_result_[e[0]] = {metric: []}
-        self.best_iteration_ = None
-        self._timings = {"gradients": 0.0, "grow": 0.0, "leaf_values": 0.0,
-                         "update": 0.0, "evaluate": 0.0}
-        choice = _ThreadChoice()
-        # A unit hessian (or Friedman's least-squares fit, whose hessian channel is the
-        # weight) with unit weights lets the grower sum the gradient and hessian channels
-        # only: the count and weight channels are then the hessian's. Other weights
-        # (GOSS up-weights samples too) need the count channel summed on its own.
-        two_lanes = ((loss.unit_hessian or not use_hessian) and self.sampling != "goss"
-                     and bool(np.all(sample_weight == 1.0)))
-        grower = _IterationGrower(
-            workspace, use_hessian, two_lanes, choice.threads,
-            gg.gradient_data(binner.n_value_bins_, self.is_categorical_.astype(np.uint8),
-                             binner.missing_bin_, binner.bin_thresholds_, n_words),
-            gg.gradient_rules(params, p["max_depth"], p["max_leaf_nodes"],
-                              self.growth == "depthwise", n_bynode, monotonic,
-                              interaction_sets))
-        iterations = progress(range(begin, end), total=end - begin,
-                              enabled=bool(self.verbose), desc=type(self).__name__)
-        try:
-            for iteration in iterations:
-                parallel = choice.parallel()
-                numba.set_num_threads(choice.threads if parallel else 1)
-                t0 = time.perf_counter()
-                loss.update_iteration(y, raw, sample_weight)
-                loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
-                weight = sample_weight
-                in_bag = all_rows
-                out_of_bag = None
-                if self.sampling == "goss":
-                    in_bag, weight = self._goss(grad, sample_weight, rng)
-                elif p["subsample"] < 1.0:
-                    mask = rng.random_sample(n_samples) < p["subsample"]
-                    if not mask.any():
-                        mask[rng.randint(n_samples)] = True
-                    in_bag = np.flatnonzero(mask).astype(np.int32)
-                if in_bag is not all_rows:
-                    out_of_bag_mask = np.ones(n_samples, dtype=bool)
-                    out_of_bag_mask[in_bag] = False
-                    out_of_bag = np.flatnonzero(out_of_bag_mask)
-                t1 = time.perf_counter()
-                self._timings["gradients"] += t1 - t0
-                # Every draw from rng in class order, before any tree grows, so that
-                # the trees are the same whether they grow one after the other or at once.
-                draws = []
-                for _ in range(K):
-                    feature_mask = np.ones(n_features, dtype=np.uint8)
-                    if n_bytree < n_features:
-                        feature_mask[:] = 0
-                        feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
-                    draws.append((feature_mask, seed_from_random_state(rng)))
-                t1 = time.perf_counter()
-                grown = grower.grow_all(draws, grad, hess, weight, in_bag, parallel)
-                self._timings["grow"] += time.perf_counter() - t1
-                iteration_trees = []
-                for k, (table, bitsets, sample_indices) in enumerate(grown):
-                    t2 = time.perf_counter()
-                    values, is_leaf = self._leaf_values(
-                        table, sample_indices, k, loss, line_search, newton_step, y, raw,
-                        grad, hess, weight, params, lr)
-                    t3 = time.perf_counter()
-                    self._timings["leaf_values"] += t3 - t2
-                    chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
-                    try:
-                        leaf_values.add_leaf_values(raw, k, sample_indices, table, values)
-                    finally:
-                        numba.set_parallel_chunksize(chunksize)
-                    if out_of_bag is not None and out_of_bag.size:
-                        leaf_values.add_leaf_values_binned(
-                            raw, k, out_of_bag, codes, table, bitsets, binner.missing_bin_,
-                            values)
-                    tree = _make_tree(table, bitsets, values, n_features, tree_categories)
-                    self._timings["update"] += time.perf_counter() - t3
-                    iteration_trees.append(tree)
-                    gains.append(np.where(is_leaf, 0.0, table["gain"]))
-                    for e in evals:
-                        e[4][:, k] += values[tree.apply(e[1])]
-                trees.extend(iteration_trees)
-                self.estimators_.append(iteration_trees)
-                self._split_gains = gains
-                choice.record(parallel, time.perf_counter() - t0)
-                numba.set_num_threads(choice.threads)
-
-                t4 = time.perf_counter()
-                results = []
-                if metric is not None:
-                    if record_training:
-                        value, higher = self._evaluate(metric, y, raw, sample_weight)
-                        results.append(("training", metric, value, higher))
-                    for e in evals:
-                        value, higher = self._evaluate(metric, e[2], e[4], e[3])
-                        results.append((e[0], metric, value, higher))
-                    for data_name, metric_name, value, _ in results:
-                        self.evals_result_.setdefault(data_name, {}).setdefault(
-                            metric_name, []).append(value)
-                self._timings["evaluate"] += time.perf_counter() - t4
-                env = CallbackEnv(self, iteration, begin, end, results)
-                try:
-                    for callback in cbs:
-                        callback(env)
-                except EarlyStopException as stop:
-                    self.best_iteration_ = int(stop.best_iteration)
-                    break
-        finally:
-            numba.set_num_threads(choice.threads)
-        if stopper is not None and self.best_iteration_ is None:
-            # Early stopping never fired: the model still keeps its best iteration.
-            self.best_iteration_ = stopper.best_iteration
-        if self.best_iteration_ is not None:
-            del self.estimators_[self.best_iteration_ + 1:]
-            del gains[(self.best_iteration_ + 1) * K:]
-        self._split_gains = gains
-        self.n_iter_ = len(self.estimators_)
-        flat = [t for iteration in self.estimators_ for t in iteration]
-        self._packed = PackedTrees(flat, output_column=np.tile(np.arange(K), len(flat) // K))
-        return self
-
-    @staticmethod
-    def _leaf_values(table, sample_indices, column, loss, line_search, newton_step, y, raw,
-                     grad, hess, weight, params, learning_rate):
-        """A grown tree's node values times the learning rate, and its leaf mask.
-
-        The grower's Newton values, unless the leaves are re-fitted: by the loss's line
-        search (Friedman's median or quantile) or, for ``boosting="gradient"`` on other
-        losses, by a Newton step on each leaf's gradient and hessian sums.
-        """
-        values = table["value"].copy()
-        is_leaf = table["left"] == LEAF
-        if line_search is not None:
-            leaves = np.flatnonzero(is_leaf)
-            searched = np.empty(len(leaves))
-            losses.leaf_line_search(
-                0 if line_search == "quantile" else 1, loss.line_search_param(),
-                float(loss.param), y, np.ascontiguousarray(raw[:, column]), weight,
-                sample_indices, table["start"][leaves], table["end"][leaves], searched)
-            values[leaves] = np.clip(searched, table["lower"][leaves],
-                                     table["upper"][leaves])
-        elif newton_step:
-            leaf_gh = np.empty((table.shape[0], 2))
-            leaf_values.leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
-            for node in np.flatnonzero(is_leaf):
-                values[node] = _newton_value(leaf_gh[node], params, table["lower"][node],
-                                             table["upper"][node])
-        values *= learning_rate
-        return values, is_leaf
-
-    def _goss(self, grad, sample_weight, rng):
-        """Gradient-based one-side sampling (Ke et al. 2017): keep the ``top_rate``
-        samples of largest |gradient|, draw ``other_rate`` of the rest and scale their
-        weight by ``(1 - top_rate) / other_rate``."""
-        n = grad.shape[0]
-        magnitude = np.abs(grad * sample_weight[:, None]).sum(axis=1)
-        n_top = max(1, int(self.goss_top_rate * n))
-        n_other = min(n - n_top, max(0, int(self.goss_other_rate * n)))
-        order = np.argsort(-magnitude, kind="stable")
-        top = order[:n_top]
-        other = rng.choice(order[n_top:], n_other, replace=False) if n_other else order[:0]
-        weight = sample_weight.copy()
-        weight[other] *= (1.0 - self.goss_top_rate) / self.goss_other_rate
-        in_bag = np.sort(np.concatenate([top, other])).astype(np.int32)
-        return in_bag, weight
+            return BoostingRecord(trees=self.estimators_, split_gains=list(self._split_gains),
+                                  evals_result=self.evals_result_)
+        edge_rows = None
+        if self.bin_subsample is not None and X.shape[0] > self.bin_subsample:
+            edge_rows = np.sort(rng.choice(X.shape[0], self.bin_subsample, replace=False))
+        self._binner = Binner(self.max_bins, self.is_categorical_).fit(X, edge_rows)
+        self.init_raw_ = loss.init_raw(y, sample_weight)
+        self._n_trees_per_iteration = n_outputs
+        self.n_trees_per_iteration_ = n_outputs
+        return BoostingRecord()
 
     # --------------------------------------------------------------- predict
     def _iteration_range(self, iteration_range):
@@ -789,35 +438,6 @@ class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
         return tags
 
 
-def _newton_value(sums, params, lower, upper):
-    denominator = sums[1] + params[L2]
-    g = sums[0]
-    t = np.sign(g) * max(abs(g) - params[L1], 0.0)
-    w = -t / denominator if denominator > 0 else 0.0
-    if params[MAX_DELTA_STEP] > 0:
-        w = min(max(w, -params[MAX_DELTA_STEP]), params[MAX_DELTA_STEP])
-    return min(max(w, lower), upper)
-
-
-def _make_tree(table, bitsets, values, n_features, n_categories):
-    leaf = table["left"] == LEAF
-    return Tree(
-        n_features, 1,
-        children_left=table["left"].astype(np.intp),
-        children_right=table["right"].astype(np.intp),
-        feature=np.where(leaf, UNDEFINED, table["feature"]).astype(np.intp),
-        threshold=np.where(leaf, UNDEFINED, table["threshold"]),
-        missing_go_to_left=table["missing_left"].astype(np.uint8),
-        is_categorical=table["is_categorical"],
-        category_bitsets=bitsets,
-        value=values,
-        impurity=np.zeros(table.shape[0]),
-        n_node_samples=(table["end"] - table["start"]).astype(np.intp),
-        weighted_n_node_samples=table["weight"],
-        n_categories=n_categories,
-    )
-
-
 _COMMON_DOC = """
     boosting : {"newton", "gradient"}, default="newton"
         "newton": second-order gain and leaf weights (Chen & Guestrin 2016); "gradient":
@@ -850,10 +470,12 @@ _COMMON_DOC = """
     growth : {"leafwise", "depthwise"}, default="leafwise"
         Best-first (LightGBM) or level by level (XGBoost).
     max_delta_step : float or None, default=None
-        Clip every leaf weight (before shrinkage) to ``[-max_delta_step,
-        max_delta_step]``.
+        Clip every Newton leaf weight (before shrinkage) to ``[-max_delta_step,
+        max_delta_step]``; leaves set by a line search (absolute_error and quantile, and
+        huber with ``boosting="gradient"``) are not clipped.
     subsample : float, default=1.0
-        Fraction of the samples drawn (without replacement) for each iteration.
+        Each iteration keeps each sample with this probability (about this fraction of
+        the samples, drawn without replacement).
     sampling : {"uniform", "goss"}, default="uniform"
         "goss": gradient-based one-side sampling (Ke et al. 2017).
     goss_top_rate, goss_other_rate : float, default=0.2, 0.1

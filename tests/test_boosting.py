@@ -272,22 +272,84 @@ def test_same_regression_model_whatever_the_thread_count():
     np.testing.assert_array_equal(one, two)
 
 
-def test_sampling_options_and_importances():
+def _root_sizes(model):
+    """The number of (in-bag) rows each tree of ``model`` grew on."""
+    return [int(tree.n_node_samples[0]) for trees in model.estimators_ for tree in trees]
+
+
+def _depth(tree, node=0):
+    if tree.children_left[node] == -1:
+        return 0
+    return 1 + max(_depth(tree, tree.children_left[node]),
+                   _depth(tree, tree.children_right[node]))
+
+
+def test_subsample_grows_each_tree_on_the_stated_fraction_of_rows():
+    X, y = _classification(2000)
+    model = GradientBoostingClassifier(n_estimators=10, subsample=0.5, random_state=0)
+    sizes = _root_sizes(model.fit(X, y))
+    # Each row is in the bag with probability 0.5: Binomial(2000, 0.5) rows per tree.
+    assert all(abs(size - 1000) < 5 * np.sqrt(2000 * 0.25) for size in sizes), sizes
+    assert len(set(sizes)) > 1  # a new draw every iteration
+    assert _root_sizes(GradientBoostingClassifier(n_estimators=2).fit(X, y)) == [2000] * 2
+
+
+def test_goss_grows_each_tree_on_the_top_and_the_drawn_rows():
+    X, y = _classification(2000)
+    model = GradientBoostingClassifier(n_estimators=10, sampling="goss", goss_top_rate=0.3,
+                                       goss_other_rate=0.1, random_state=0).fit(X, y)
+    assert _root_sizes(model) == [int(0.3 * 2000) + int(0.1 * 2000)] * 10
+
+
+def test_colsample_bytree_limits_each_tree_to_its_draw_of_features():
     X, y = _classification(800)
-    for params in (dict(subsample=0.5), dict(sampling="goss"), dict(colsample_bytree=0.5),
-                   dict(growth="depthwise", max_depth=3), dict(max_delta_step=0.1),
-                   dict(l1_regularization=1.0, l2_regularization=2.0, min_split_gain=0.1)):
-        model = GradientBoostingClassifier(n_estimators=10, random_state=0, **params)
-        assert model.fit(X, y).score(X, y) > 0.8, params
-    gain = GradientBoostingClassifier(n_estimators=10).fit(X, y).feature_importances_
-    split = GradientBoostingClassifier(n_estimators=10, importance_type="split").fit(
-        X, y).feature_importances_
-    assert gain.sum() == pytest.approx(1.0) and split.sum() == pytest.approx(1.0)
-    assert not np.allclose(gain, split)
+    model = GradientBoostingClassifier(n_estimators=10, colsample_bytree=0.5,
+                                       random_state=0).fit(X, y)
+    used = [set(tree.feature[tree.children_left != -1]) for (tree,) in model.estimators_]
+    assert all(len(features) <= 3 for features in used)  # round(0.5 * 6) per tree
+    assert len(set().union(*used)) > 3  # different draws for different trees
+
+
+def test_depthwise_growth_stops_at_max_depth():
+    X, y = _classification(800)
+    model = GradientBoostingClassifier(n_estimators=5, growth="depthwise", max_depth=3,
+                                       max_leaf_nodes=None, min_samples_leaf=1).fit(X, y)
+    depths = [_depth(tree) for (tree,) in model.estimators_]
+    assert max(depths) == 3
+
+
+def test_max_delta_step_bounds_every_leaf_value():
+    X, y = _classification(800)
     capped = GradientBoostingClassifier(n_estimators=3, max_delta_step=0.05,
                                         learning_rate=1.0).fit(X, y)
-    for (tree,) in capped.estimators_:
-        assert np.abs(tree.value).max() <= 0.05 + 1e-12
+    values = np.concatenate([tree.value.ravel() for (tree,) in capped.estimators_])
+    assert np.abs(values).max() <= 0.05 + 1e-12
+    assert np.isclose(np.abs(values).max(), 0.05)  # the bound binds on this data
+    free = GradientBoostingClassifier(n_estimators=3, learning_rate=1.0).fit(X, y)
+    assert max(np.abs(tree.value).max() for (tree,) in free.estimators_) > 0.05
+
+
+def test_min_split_gain_refuses_splits_that_gain_no_more():
+    X, y = _classification(800)
+    root_gain = GradientBoostingClassifier(n_estimators=1).fit(X, y)._split_gains[0][0]
+    above = GradientBoostingClassifier(n_estimators=1, min_split_gain=1.001 * root_gain)
+    assert above.fit(X, y).estimators_[0][0].node_count == 1  # the root stays a leaf
+    below = GradientBoostingClassifier(n_estimators=1, min_split_gain=0.999 * root_gain)
+    # The root still splits, and its recorded gain is what it gains beyond the minimum.
+    assert below.fit(X, y)._split_gains[0][0] == pytest.approx(0.001 * root_gain, rel=1e-6)
+
+
+def test_importances_by_gain_and_by_split_count():
+    X, y = _classification(800)
+    gain = GradientBoostingClassifier(n_estimators=10).fit(X, y).feature_importances_
+    model = GradientBoostingClassifier(n_estimators=10, importance_type="split").fit(X, y)
+    split = model.feature_importances_
+    assert gain.sum() == pytest.approx(1.0) and split.sum() == pytest.approx(1.0)
+    assert not np.allclose(gain, split)
+    counts = np.zeros(X.shape[1])
+    for (tree,) in model.estimators_:
+        np.add.at(counts, tree.feature[tree.children_left != -1], 1)
+    np.testing.assert_allclose(split, counts / counts.sum())
 
 
 def test_warm_start_equals_one_long_fit():
@@ -331,33 +393,6 @@ def test_verbose_logs_metrics_and_unfired_early_stopping_keeps_best(capsys):
     curve = model.evals_result_["validation"]["loss"]
     assert model.best_iteration_ == int(np.argmin(curve))
     assert model.n_iter_ == model.best_iteration_ + 1
-
-
-def test_thread_choice_ignores_the_warm_up_iteration():
-    """The first iteration (page faults on fresh buffers) is not timed: a slow first
-    parallel iteration must not send the following iterations to one thread."""
-    from silva.boosting import _ThreadChoice
-
-    choice = _ThreadChoice(probe_every=25)
-    choice.threads = 2
-    seconds = {True: 1.0, False: 2.0}  # parallel is the faster way once warm
-    ways = []
-    for iteration in range(30):
-        parallel = choice.parallel()
-        ways.append(parallel)
-        choice.record(parallel, 50.0 if iteration == 0 else seconds[parallel])
-    # Warm-up and timed parallel, one serial probe, then parallel except the next probe.
-    assert ways[:3] == [True, True, False]
-    assert ways[3:] == [count % 25 != 3 for count in range(4, 31)]
-    # And when one thread is faster, the choice moves to it after its probe.
-    choice = _ThreadChoice(probe_every=25)
-    choice.threads = 2
-    ways = []
-    for _ in range(6):
-        parallel = choice.parallel()
-        ways.append(parallel)
-        choice.record(parallel, 3.0 if parallel else 1.0)
-    assert ways == [True, True, False, False, False, False]
 
 
 def test_bin_subsample_places_edges_from_a_random_subset():

@@ -127,12 +127,13 @@ def test_line_search_median_quantile_and_huber():
     out = np.empty(2)
     starts = np.array([0, 4])
     ends = np.array([4, 7])
-    losses.leaf_line_search(0, 0.5, 0.0, y, raw, w, idx, starts, ends, out)
+    leaves = (idx, starts, ends, out)
+    losses.leaf_line_search(losses.LINE_SEARCH_QUANTILE, 0.5, 0.0, y, raw, w, *leaves)
     assert list(out) == [1.0, 6.0]  # lower weighted medians
-    losses.leaf_line_search(0, 0.9, 0.0, y, raw, w, idx, starts, ends, out)
+    losses.leaf_line_search(losses.LINE_SEARCH_QUANTILE, 0.9, 0.0, y, raw, w, *leaves)
     assert list(out) == [3.0, 100.0]
     # Huber with delta=1 on [5, 6, 100]: median 6, clipped deviations -1, 0, 1 -> 6.
-    losses.leaf_line_search(1, 0.5, 1.0, y, raw, w, idx, starts, ends, out)
+    losses.leaf_line_search(losses.LINE_SEARCH_HUBER, 0.5, 1.0, y, raw, w, *leaves)
     assert out[1] == 6.0
     assert out[0] == pytest.approx(1.0 + (-1 + 0 + 1 + 1) / 4)
 
@@ -175,3 +176,47 @@ def test_custom_objective_validation_names_the_iteration():
         nan.gradient_hessian(y, raw, g, h, iteration=7)
     quadratic = losses.make_loss(lambda yt, r: (r - yt, np.ones_like(r)))
     assert quadratic.init_raw(np.array([1.0, 2.0, 6.0]), np.ones(3))[0] == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("name", ["squared_error", "absolute_error", "huber", "quantile",
+                                  "poisson", "gamma", "tweedie", "log_loss",
+                                  "exponential"])
+def test_each_loss_code_selects_its_own_pointwise_loss(name):
+    """The compiled pointwise loss, branching on the loss's named code, agrees with the
+    definition in the module docstring."""
+    loss = _make(name)
+    y = _targets(name)
+    f = RNG.randn(N) * 0.7
+    r = y - f
+    alpha, power = 0.7, 1.4
+    expected = {
+        "squared_error": 0.5 * r**2,
+        "absolute_error": np.abs(r),
+        "quantile": np.where(r > 0, alpha * r, (alpha - 1) * r),
+        "poisson": np.exp(f) - y * f,
+        "gamma": y * np.exp(-f) + f,
+        "tweedie": -y * np.exp((1 - power) * f) / (1 - power)
+        + np.exp((2 - power) * f) / (2 - power),
+        "log_loss": np.log1p(np.exp(f)) - y * f,
+        "exponential": np.exp(-(2 * y - 1) * f),
+    }
+    if name == "huber":
+        loss.param = 1.0  # delta
+        expected[name] = np.where(np.abs(r) <= 1.0, 0.5 * r**2, np.abs(r) - 0.5)
+    np.testing.assert_allclose(loss.pointwise(y, f), expected[name], rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_loss_codes_are_distinct_and_named_on_the_classes():
+    classes = [losses.SquaredError, losses.AbsoluteError, losses.Huber, losses.Quantile,
+               losses.Poisson, losses.Gamma, losses.Tweedie, losses.BinaryLogLoss,
+               losses.MultinomialLogLoss, losses.Exponential]
+    codes = [cls.code for cls in classes]
+    assert codes == [losses.SQUARED_ERROR, losses.ABSOLUTE_ERROR, losses.HUBER,
+                     losses.QUANTILE, losses.POISSON, losses.GAMMA, losses.TWEEDIE,
+                     losses.BINARY_LOG_LOSS, losses.MULTINOMIAL_LOG_LOSS, losses.EXPONENTIAL]
+    assert len(set(codes)) == len(codes)
+    assert losses.AbsoluteError.line_search == losses.LINE_SEARCH_QUANTILE
+    assert losses.Quantile.line_search == losses.LINE_SEARCH_QUANTILE
+    assert losses.Huber.line_search == losses.LINE_SEARCH_HUBER
+    assert losses.LINE_SEARCH_QUANTILE != losses.LINE_SEARCH_HUBER

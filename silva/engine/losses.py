@@ -56,6 +56,25 @@ import numpy as np
 from silva.engine.vector_exp import exp
 
 _EPS = 1e-15
+
+# Each built-in loss's code, the ``code`` attribute of its class: the compiled kernels
+# that serve several losses (``_pointwise_loss``) branch on it. numba reads these
+# module-level ints as compile-time constants.
+SQUARED_ERROR = 0
+ABSOLUTE_ERROR = 1
+HUBER = 2
+QUANTILE = 3
+POISSON = 4
+GAMMA = 5
+TWEEDIE = 6
+BINARY_LOG_LOSS = 7
+MULTINOMIAL_LOG_LOSS = 8
+EXPONENTIAL = 9
+
+# The line searches of ``leaf_line_search``, the ``line_search`` attribute of a loss
+# whose leaves it sets: a weighted quantile of the residuals, or Friedman's Huber step.
+LINE_SEARCH_QUANTILE = 0
+LINE_SEARCH_HUBER = 1
 # exp() overflows above ~709: raw predictions are clipped there before exponentiating.
 _MAX_EXP = 700.0
 
@@ -176,32 +195,33 @@ def _exponential_gh(y, raw, grad, hess):
 
 @nb.njit(cache=True, parallel=True)
 def _pointwise_loss(code, param, y, raw, out):
-    """``out[i] = L(y_i, F_i)`` for the loss ``code`` (see ``_CODES``)."""
+    """``out[i] = L(y_i, F_i)`` for the built-in loss ``code`` (``SQUARED_ERROR`` ...
+    ``EXPONENTIAL``); ``param`` is Huber's delta, the quantile or the Tweedie power."""
     n_classes = raw.shape[1]
     for i in nb.prange(y.shape[0]):
         f = raw[i, 0]
-        if code == 0:
+        if code == SQUARED_ERROR:
             out[i] = 0.5 * (y[i] - f) ** 2
-        elif code == 1:
+        elif code == ABSOLUTE_ERROR:
             out[i] = abs(y[i] - f)
-        elif code == 2:
+        elif code == HUBER:
             r = abs(y[i] - f)
             out[i] = 0.5 * r * r if r <= param else param * (r - 0.5 * param)
-        elif code == 3:
+        elif code == QUANTILE:
             r = y[i] - f
             out[i] = param * r if r > 0 else (param - 1.0) * r
-        elif code == 4:
+        elif code == POISSON:
             out[i] = np.exp(min(f, _MAX_EXP)) - y[i] * f
-        elif code == 5:
+        elif code == GAMMA:
             out[i] = y[i] * np.exp(min(-f, _MAX_EXP)) + f
-        elif code == 6:
+        elif code == TWEEDIE:
             f = min(max(f, -_MAX_EXP), _MAX_EXP)
             out[i] = (-y[i] * np.exp((1.0 - param) * f) / (1.0 - param)
                       + np.exp((2.0 - param) * f) / (2.0 - param))
-        elif code == 7:
+        elif code == BINARY_LOG_LOSS:
             # log(1 + e^f) - y f, computed without overflow.
             out[i] = max(f, 0.0) + np.log1p(np.exp(-abs(f))) - y[i] * f
-        elif code == 8:
+        elif code == MULTINOMIAL_LOG_LOSS:
             top = raw[i, 0]
             for k in range(1, n_classes):
                 top = max(top, raw[i, k])
@@ -209,7 +229,7 @@ def _pointwise_loss(code, param, y, raw, out):
             for k in range(n_classes):
                 total += np.exp(raw[i, k] - top)
             out[i] = top + np.log(total) - raw[i, np.int64(y[i])]
-        else:
+        else:  # EXPONENTIAL
             out[i] = np.exp(min(-(2.0 * y[i] - 1.0) * f, _MAX_EXP))
 
 
@@ -233,9 +253,10 @@ def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_st
                      leaf_end, out):
     """Line-search leaf values from the residuals ``r = y - raw`` of each leaf's samples.
 
-    ``kind`` 0: weighted ``param``-quantile of ``r`` (median for absolute error,
-    ``alpha`` for quantile loss); ``kind`` 1: Friedman's (2001, Algorithm 4) one-step Huber
-    estimate ``median(r) + mean(sign(r - median) min(delta, |r - median|))``. A leaf owns
+    ``kind`` ``LINE_SEARCH_QUANTILE``: weighted ``param``-quantile of ``r`` (median for
+    absolute error, ``alpha`` for quantile loss); ``LINE_SEARCH_HUBER``: Friedman's (2001,
+    Algorithm 4) one-step Huber estimate
+    ``median(r) + mean(sign(r - median) min(delta, |r - median|))``. A leaf owns
     samples ``sample_indices[leaf_start[j]:leaf_end[j]]``. Parallel over leaves.
     """
     for j in nb.prange(leaf_start.shape[0]):
@@ -254,8 +275,9 @@ def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_st
         order = np.argsort(residuals, kind="mergesort")
         sorted_r = residuals[order]
         sorted_w = weights[order]
-        median = _weighted_quantile_sorted(sorted_r, sorted_w, 0.5 if kind == 1 else param)
-        if kind == 0:
+        median = _weighted_quantile_sorted(sorted_r, sorted_w,
+                                           0.5 if kind == LINE_SEARCH_HUBER else param)
+        if kind == LINE_SEARCH_QUANTILE:
             out[j] = median
             continue
         total = 0.0
@@ -308,8 +330,9 @@ class Loss:
     n_outputs : int
         Raw prediction columns (trees per iteration).
     is_classification : bool
-    line_search : {None, "quantile", "huber"}
-        How ``boosting="gradient"`` sets leaf values; None means a Newton step
+    line_search : {None, LINE_SEARCH_QUANTILE, LINE_SEARCH_HUBER}
+        How ``boosting="gradient"`` sets leaf values (the ``kind`` of
+        :func:`leaf_line_search`); None means a Newton step
         ``-G / (H + lambda)``, which is the exact line search for squared error and
         Friedman's one-step approximation for the others.
     renew_leaves_in_newton : bool
@@ -321,7 +344,7 @@ class Loss:
     """
 
     name = ""
-    code = -1
+    code = -1  # no built-in code: a custom objective has no compiled pointwise loss
     n_outputs = 1
     is_classification = False
     line_search = None
@@ -364,7 +387,7 @@ class Loss:
 
 class SquaredError(Loss):
     name = "squared_error"
-    code = 0
+    code = SQUARED_ERROR
     unit_hessian = True
 
     def init_raw(self, y, sample_weight):
@@ -376,8 +399,8 @@ class SquaredError(Loss):
 
 class AbsoluteError(Loss):
     name = "absolute_error"
-    code = 1
-    line_search = "quantile"
+    code = ABSOLUTE_ERROR
+    line_search = LINE_SEARCH_QUANTILE
     renew_leaves_in_newton = True
     unit_hessian = True
 
@@ -393,8 +416,8 @@ class AbsoluteError(Loss):
 
 class Huber(Loss):
     name = "huber"
-    code = 2
-    line_search = "huber"
+    code = HUBER
+    line_search = LINE_SEARCH_HUBER
     unit_hessian = True
 
     def __init__(self, alpha):
@@ -414,8 +437,8 @@ class Huber(Loss):
 
 class Quantile(Loss):
     name = "quantile"
-    code = 3
-    line_search = "quantile"
+    code = QUANTILE
+    line_search = LINE_SEARCH_QUANTILE
     renew_leaves_in_newton = True
     unit_hessian = True
 
@@ -439,7 +462,7 @@ class _LogLink(Loss):
 
 class Poisson(_LogLink):
     name = "poisson"
-    code = 4
+    code = POISSON
 
     def check_y(self, y, sample_weight):
         if np.any(y < 0):
@@ -454,7 +477,7 @@ class Poisson(_LogLink):
 
 class Gamma(_LogLink):
     name = "gamma"
-    code = 5
+    code = GAMMA
 
     def check_y(self, y, sample_weight):
         if np.any(y <= 0):
@@ -466,7 +489,7 @@ class Gamma(_LogLink):
 
 class Tweedie(_LogLink):
     name = "tweedie"
-    code = 6
+    code = TWEEDIE
 
     def __init__(self, power):
         self.param = power
@@ -484,7 +507,7 @@ class Tweedie(_LogLink):
 
 class BinaryLogLoss(Loss):
     name = "log_loss"
-    code = 7
+    code = BINARY_LOG_LOSS
     is_classification = True
 
     def init_raw(self, y, sample_weight):
@@ -501,7 +524,7 @@ class BinaryLogLoss(Loss):
 
 class MultinomialLogLoss(Loss):
     name = "log_loss"
-    code = 8
+    code = MULTINOMIAL_LOG_LOSS
     is_classification = True
 
     def __init__(self, n_classes):
@@ -522,7 +545,7 @@ class MultinomialLogLoss(Loss):
 
 class Exponential(Loss):
     name = "exponential"
-    code = 9
+    code = EXPONENTIAL
     is_classification = True
 
     def init_raw(self, y, sample_weight):

@@ -1,0 +1,507 @@
+"""The gradient-boosting iteration loop, apart from the estimators that call it.
+
+:mod:`silva.boosting` validates parameters and data, bins X, and hands this module
+arrays and a :class:`BoostingConfig`; :func:`boost` runs the iterations and fills a
+:class:`BoostingRecord` (the trees, their split gains, the evaluation history and the
+best iteration). LightGBM keeps its training loop (``engine.py``) apart from its
+scikit-learn face in the same way, so that the loop can be run and tested on its own.
+
+One iteration, for the current raw predictions ``F`` (one column per output):
+
+1. gradients and hessians of the loss at ``F``;
+2. the rows this iteration sees: all of them, a ``subsample`` fraction drawn without
+   replacement (Friedman 2002), or GOSS (:func:`goss_sample`, Ke et al. 2017);
+3. one tree per output column, grown by :func:`silva.engine.gradient_grower.grow_gradient_tree`
+   on a feature subset (``colsample_bytree``), the columns' trees one after the other or
+   at once in threads (:class:`IterationGrower`);
+4. the leaf values (:func:`leaf_values`): the grower's Newton values, or a line search, or
+   a Newton step on the true hessian for Friedman's gradient boosting; times the learning
+   rate;
+5. ``F`` updated from the grower's partition (out-of-bag rows walk the tree on bin
+   codes), and the evaluation sets' raw predictions from the tree;
+6. the metric on every evaluation set, then the callbacks (early stopping among them).
+
+Every random draw comes from one ``RandomState`` in a fixed order (rows, then each
+column's features and seed), so the model does not depend on how the trees are grown.
+"""
+
+import queue
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from silva import metrics
+from silva._progress import progress
+from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
+from silva.engine import gradient_grower as gg
+from silva.engine import gradient_histogram, losses
+from silva.engine.ensemble import PackedTrees
+from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
+from silva.engine.leaf_values import add_leaf_values, add_leaf_values_binned, leaf_sums
+from silva.engine.nodes import LEAF, UNDEFINED
+from silva.engine.random import seed_from_random_state
+from silva.engine.tree import Tree
+
+
+class EvalSet(NamedTuple):
+    """One evaluation set: its name in ``evals_result_``, its validated data, and (filled
+    by :func:`boost`) the model's raw predictions on it, shape (n_rows, n_outputs)."""
+
+    name: str
+    X: np.ndarray
+    y: np.ndarray
+    weight: np.ndarray
+    raw: np.ndarray | None = None
+
+
+class BoostingConfig(NamedTuple):
+    """The checked parameters of a boosting fit, as the loop reads them."""
+
+    boosting: str  # "newton" (second order, Chen & Guestrin) or "gradient" (Friedman)
+    learning_rate: float
+    n_estimators: int  # the iteration count to reach, warm-started iterations included
+    split_params: np.ndarray  # gradient_splitting's parameter vector (L2, L1, ...)
+    max_depth: int
+    max_leaf_nodes: int  # 0: no limit
+    depthwise: bool  # level by level (XGBoost) rather than best-first (LightGBM)
+    subsample: float
+    goss: bool
+    goss_top_rate: float
+    goss_other_rate: float
+    colsample_bytree: float
+    colsample_bynode: float
+    monotonic: np.ndarray  # int8 per feature: -1, 0 or 1
+    interaction_sets: np.ndarray  # uint8 (n_sets, n_features) membership
+    metric: str | None  # metrics.metric_name's name; None: nothing is evaluated
+    scoring: object  # the estimator's scoring (None, a metric name or a callable)
+    record_training: bool  # also evaluate the training set
+    early_stopping_rounds: int | None
+    verbose: int  # log every ``verbose`` iterations and show progress; 0: silent
+
+
+@dataclass
+class BoostingRecord:
+    """What a fit has produced so far; a warm start continues a previous record.
+
+    ``trees`` holds one list of trees per iteration (one tree per output column, leaf
+    values times the learning rate) and ``split_gains`` one array per tree (each node's
+    split gain, 0 at leaves); ``evals_result`` is ``{data_name: {metric: [values]}}``;
+    ``best_iteration`` is the 0-based iteration kept by early stopping (None when it did
+    not run); ``timings`` the seconds spent per stage in this fit.
+    """
+
+    trees: list = field(default_factory=list)
+    split_gains: list = field(default_factory=list)
+    evals_result: dict = field(default_factory=dict)
+    best_iteration: int | None = None
+    timings: dict = field(default_factory=dict)
+
+
+class ThreadChoice:
+    """Run each boosting iteration on all of numba's threads or on one, whichever has
+    lately been faster.
+
+    On a machine whose cores other processes keep busy, a parallel region waits for a
+    thread the OS has set aside: one region can cost a whole scheduler time slice, and
+    an iteration starts dozens (measured: 10 times slower than one thread on a 2-core
+    machine with another busy process). Every ``probe_every``-th iteration runs the
+    other way, so that the choice follows the load. No kernel's result depends on the
+    number of threads (the grower's parallel blocks depend only on node sizes), so this
+    changes speed only, never the model.
+
+    The first iteration runs parallel and is not timed: it touches the fit's buffers
+    for the first time (page faults), which once made it look slower than a serial
+    iteration and sent the next ``probe_every`` iterations to one thread. The second
+    is timed parallel, the third serial, and the faster way is kept from then on.
+    """
+
+    def __init__(self, probe_every=25):
+        self.threads = numba.get_num_threads()
+        self.probe_every = probe_every
+        self.seconds = {True: np.inf, False: np.inf}  # last time per iteration, per choice
+        self.count = 0
+
+    def parallel(self):
+        """Whether the next iteration should run parallel."""
+        if self.threads == 1:
+            return False
+        self.count += 1
+        if self.count <= 2:
+            return True
+        best = self.seconds[True] <= self.seconds[False]
+        # The third iteration, then one in probe_every, tries the other way.
+        return not best if self.count % self.probe_every == 3 else best
+
+    def record(self, parallel, seconds):
+        """Note that the last iteration, run ``parallel`` or not, took ``seconds``."""
+        if self.count > 1:  # the first iteration is a warm-up (see above)
+            self.seconds[parallel] = seconds
+
+
+class IterationGrower:
+    """Grows an iteration's trees, one per output column of the gradients.
+
+    One after the other, each with the grower's own parallel passes over row blocks; or,
+    when asked to run parallel with several trees (one per class), the trees at once in
+    a pool of threads, each grown serially (``serial=True``: the same row blocks one
+    after the other) on a workspace of its own. Each tree's inputs (feature mask, seed)
+    are drawn beforehand, so the trees are the same either way: the multiclass trees
+    grow about twice as fast on two cores, where most nodes are too small for parallel
+    passes.
+    """
+
+    def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
+        self.workspaces = [workspace]
+        self.use_hessian = use_hessian
+        self.two_lanes = two_lanes
+        self.n_threads = n_threads
+        self.data = data  # gradient_grower.GradientData
+        self.rules = rules  # gradient_grower.GradientRules
+
+    def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
+             serial):
+        """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
+        sample_indices = in_bag.copy()
+        # The grower's parallel loops run over a few row blocks each: hand them out one
+        # at a time, so that a thread the OS stalls holds up one block, not half of them.
+        chunksize = numba.set_parallel_chunksize(1)
+        try:
+            table, bitsets = gg.grow_gradient_tree(
+                workspace, self.data, self.rules, sample_indices, feature_mask, seed,
+                np.bool_(serial), gradient_histogram.GradientStatistics(
+                    grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
+                    np.bool_(self.two_lanes)))
+        finally:
+            numba.set_parallel_chunksize(chunksize)
+        return table, bitsets, sample_indices
+
+    def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
+        """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
+        n_workers = min(self.n_threads, len(draws)) if parallel else 1
+        if n_workers == 1:
+            return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
+                              serial=False)
+                    for k, (mask, seed) in enumerate(draws)]
+        while len(self.workspaces) < n_workers:
+            self.workspaces.append(gradient_histogram.clone_workspace(self.workspaces[0]))
+        free = queue.SimpleQueue()
+        for workspace in self.workspaces[:n_workers]:
+            free.put(workspace)
+
+        def grow_one(k):
+            workspace = free.get()
+            try:
+                return self.grow(k, *draws[k], grad, hess, weight, in_bag, workspace,
+                                 serial=True)
+            finally:
+                free.put(workspace)
+
+        with ThreadPoolExecutor(n_workers) as pool:
+            return list(pool.map(grow_one, range(len(draws))))
+
+
+# ------------------------------------------------------------------ sampling
+def goss_sample(grad, sample_weight, top_rate, other_rate, rng):
+    """Gradient-based one-side sampling (Ke et al. 2017): ``(in_bag, weight)``.
+
+    Keeps the ``int(top_rate * n)`` rows (at least one) of largest weighted |gradient|
+    (summed over the output columns), draws ``int(other_rate * n)`` of the others without
+    replacement, and multiplies the drawn rows' weights by ``(1 - top_rate) /
+    other_rate`` so that their gradient sums stay unbiased. ``in_bag`` is sorted int32.
+    """
+    n = grad.shape[0]
+    magnitude = np.abs(grad * sample_weight[:, None]).sum(axis=1)
+    n_top = max(1, int(top_rate * n))
+    n_other = min(n - n_top, max(0, int(other_rate * n)))
+    order = np.argsort(-magnitude, kind="stable")
+    top = order[:n_top]
+    other = rng.choice(order[n_top:], n_other, replace=False) if n_other else order[:0]
+    weight = sample_weight.copy()
+    weight[other] *= (1.0 - top_rate) / other_rate
+    in_bag = np.sort(np.concatenate([top, other])).astype(np.int32)
+    return in_bag, weight
+
+
+def subsample_rows(n_samples, fraction, rng):
+    """Rows kept with probability ``fraction`` each (one at random if none is): sorted
+    int32 indices, about ``fraction * n_samples`` of them."""
+    mask = rng.random_sample(n_samples) < fraction
+    if not mask.any():
+        mask[rng.randint(n_samples)] = True
+    return np.flatnonzero(mask).astype(np.int32)
+
+
+def _iteration_rows(config, grad, sample_weight, all_rows, rng):
+    """``(in_bag, weight, out_of_bag)`` of one iteration; ``out_of_bag`` is None when
+    every row is in the bag."""
+    if config.goss:
+        in_bag, weight = goss_sample(grad, sample_weight, config.goss_top_rate,
+                                     config.goss_other_rate, rng)
+    elif config.subsample < 1.0:
+        in_bag, weight = subsample_rows(all_rows.shape[0], config.subsample, rng), sample_weight
+    else:
+        return all_rows, sample_weight, None
+    out_of_bag_mask = np.ones(all_rows.shape[0], dtype=bool)
+    out_of_bag_mask[in_bag] = False
+    return in_bag, weight, np.flatnonzero(out_of_bag_mask)
+
+
+def _feature_draws(n_columns, n_features, n_bytree, rng):
+    """One ``(feature_mask, seed)`` per output column, drawn in column order."""
+    draws = []
+    for _ in range(n_columns):
+        feature_mask = np.ones(n_features, dtype=np.uint8)
+        if n_bytree < n_features:
+            feature_mask[:] = 0
+            feature_mask[rng.choice(n_features, n_bytree, replace=False)] = 1
+        draws.append((feature_mask, seed_from_random_state(rng)))
+    return draws
+
+
+# ---------------------------------------------------------------- leaf values
+def leaf_values(table, sample_indices, column, loss, line_search, newton_step, y, raw,
+                grad, hess, weight, params, learning_rate):
+    """A grown tree's node values times the learning rate, and its leaf mask.
+
+    The grower's Newton values, unless the leaves are re-fitted: by the loss's line
+    search ``line_search`` (a ``losses.LINE_SEARCH_*`` kind: Friedman's median or
+    quantile, or his Huber step) or, when ``newton_step``, by a Newton step on each leaf's
+    gradient and hessian sums (:func:`newton_value`). Either way a leaf stays within its
+    monotonic bounds.
+    """
+    values = table["value"].copy()
+    is_leaf = table["left"] == LEAF
+    if line_search is not None:
+        leaves = np.flatnonzero(is_leaf)
+        searched = np.empty(len(leaves))
+        losses.leaf_line_search(
+            line_search, loss.line_search_param(), float(loss.param), y,
+            np.ascontiguousarray(raw[:, column]), weight, sample_indices,
+            table["start"][leaves], table["end"][leaves], searched)
+        values[leaves] = np.clip(searched, table["lower"][leaves], table["upper"][leaves])
+    elif newton_step:
+        leaf_gh = np.empty((table.shape[0], 2))
+        leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
+        for node in np.flatnonzero(is_leaf):
+            values[node] = newton_value(leaf_gh[node], params, table["lower"][node],
+                                        table["upper"][node])
+    values *= learning_rate
+    return values, is_leaf
+
+
+def newton_value(sums, params, lower, upper):
+    """The regularised Newton leaf weight from a leaf's ``(G, H)`` sums: ``-T(G) / (H +
+    lambda)`` with ``T`` the L1 soft threshold, clipped to ``max_delta_step`` (when > 0)
+    and then to the leaf's monotonic bounds ``[lower, upper]``; 0 when ``H + lambda <=
+    0``."""
+    denominator = sums[1] + params[L2]
+    g = sums[0]
+    t = np.sign(g) * max(abs(g) - params[L1], 0.0)
+    w = -t / denominator if denominator > 0 else 0.0
+    if params[MAX_DELTA_STEP] > 0:
+        w = min(max(w, -params[MAX_DELTA_STEP]), params[MAX_DELTA_STEP])
+    return min(max(w, lower), upper)
+
+
+def make_tree(table, bitsets, values, n_features, n_categories):
+    """A :class:`Tree` from the gradient grower's node table, category bitsets and the
+    node values to store."""
+    leaf = table["left"] == LEAF
+    return Tree(
+        n_features, 1,
+        children_left=table["left"].astype(np.intp),
+        children_right=table["right"].astype(np.intp),
+        feature=np.where(leaf, UNDEFINED, table["feature"]).astype(np.intp),
+        threshold=np.where(leaf, UNDEFINED, table["threshold"]),
+        missing_go_to_left=table["missing_left"].astype(np.uint8),
+        is_categorical=table["is_categorical"],
+        category_bitsets=bitsets,
+        value=values,
+        impurity=np.zeros(table.shape[0]),
+        n_node_samples=(table["end"] - table["start"]).astype(np.intp),
+        weighted_n_node_samples=table["weight"],
+        n_categories=n_categories,
+    )
+
+
+def pack(trees, n_outputs):
+    """The trees of ``trees`` (one list per iteration) packed for prediction, tree ``t``
+    adding to output column ``t % n_outputs``."""
+    flat = [t for iteration in trees for t in iteration]
+    return PackedTrees(flat, output_column=np.tile(np.arange(n_outputs),
+                                                   len(flat) // n_outputs))
+
+
+# ----------------------------------------------------------------------- loop
+def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, rng, *,
+          evals=(), record=None, callbacks=(), model=None, label="boosting"):
+    """Run boosting iterations until ``config.n_estimators`` iterations exist or a
+    callback stops them; return ``record`` (a new one when None), filled in place.
+
+    ``X`` (float64, NaN missing) and ``y`` (class indices as floats for classifiers) are
+    the rows to train on, every ``sample_weight`` positive; ``binner`` is fitted, and
+    ``init_raw`` is the loss's initial constant (one per output). A non-empty ``record``
+    is continued (warm start): its trees stay, and the new ones start from their
+    predictions. ``evals`` are :class:`EvalSet` without ``raw``. ``callbacks`` run after
+    the built-in early stopping and logging, each receiving a :class:`CallbackEnv` whose
+    ``model`` is ``model``. When early stopping (built in, or a callback's
+    :class:`EarlyStopException`) names a best iteration, the later iterations are dropped.
+    """
+    record = BoostingRecord() if record is None else record
+    n_samples, n_features = X.shape
+    n_outputs = loss.n_outputs
+    # The grower reads each sample's codes and statistics as one record (see
+    # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
+    n_bins = binner.missing_bin_ + 1
+    workspace = gradient_histogram.make_workspace(
+        binner.transform(X), n_bins,
+        gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
+    codes = workspace.codes
+    n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
+    n_words = max(1, (int(n_categories) + 63) // 64)
+    tree_categories = np.where(is_categorical, binner.n_value_bins_, 0)
+
+    raw = np.tile(init_raw, (n_samples, 1))
+    evals = [e._replace(raw=np.tile(init_raw, (e.X.shape[0], 1))) for e in evals]
+    if record.trees:
+        packed = pack(record.trees, n_outputs)
+        packed.predict(X, out=raw)
+        for e in evals:
+            packed.predict(e.X, out=e.raw)
+    # Column-major training predictions, gradients and hessians: a class's tree reads
+    # and updates one contiguous column, where a row-major column of K classes made
+    # every tree touch every cache line of the whole array (10 classes, 160,000 rows,
+    # one thread: the update took 1.0-1.5 ms less per tree, the softmax gradients
+    # 1.8 ms more per iteration). With one output both layouts are one.
+    raw = np.asfortranarray(raw)
+    begin = len(record.trees)
+    end = int(config.n_estimators)
+    grad = np.empty((n_samples, n_outputs), order="F")
+    hess = np.empty((n_samples, n_outputs), order="F")
+    all_rows = np.arange(n_samples, dtype=np.int32)
+    use_hessian = config.boosting == "newton"
+    params = config.split_params
+    n_bytree = max(1, int(round(config.colsample_bytree * n_features)))
+    n_bynode = max(1, int(round(config.colsample_bynode * n_bytree)))
+    line_search = loss.line_search if (config.boosting == "gradient"
+                                       or loss.renew_leaves_in_newton) else None
+    newton_step = config.boosting == "gradient" and line_search is None
+
+    stopper = None
+    every_callback = []
+    if config.early_stopping_rounds is not None:
+        stopper = EarlyStopping(int(config.early_stopping_rounds))
+        every_callback.append(stopper)
+    if config.verbose:
+        every_callback.append(LogEvaluation(int(config.verbose)))
+    every_callback.extend(callbacks or [])
+    metric = config.metric
+    if metric is not None:
+        if config.record_training:
+            record.evals_result.setdefault("training", {metric: []})
+        for e in evals:
+            record.evals_result.setdefault(e.name, {metric: []})
+    record.best_iteration = None
+    record.timings = {"gradients": 0.0, "grow": 0.0, "leaf_values": 0.0, "update": 0.0,
+                      "evaluate": 0.0}
+    timings = record.timings
+    choice = ThreadChoice()
+    # A unit hessian (or Friedman's least-squares fit, whose hessian channel is the
+    # weight) with unit weights lets the grower sum the gradient and hessian channels
+    # only: the count and weight channels are then the hessian's. Other weights
+    # (GOSS up-weights samples too) need the count channel summed on its own.
+    two_lanes = ((loss.unit_hessian or not use_hessian) and not config.goss
+                 and bool(np.all(sample_weight == 1.0)))
+    grower = IterationGrower(
+        workspace, use_hessian, two_lanes, choice.threads,
+        gg.gradient_data(binner.n_value_bins_, is_categorical.astype(np.uint8),
+                         binner.missing_bin_, binner.bin_thresholds_, n_words),
+        gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
+                          n_bynode, config.monotonic, config.interaction_sets))
+    iterations = progress(range(begin, end), total=end - begin,
+                          enabled=bool(config.verbose), desc=label)
+    try:
+        for iteration in iterations:
+            parallel = choice.parallel()
+            numba.set_num_threads(choice.threads if parallel else 1)
+            t0 = time.perf_counter()
+            loss.update_iteration(y, raw, sample_weight)
+            loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
+            in_bag, weight, out_of_bag = _iteration_rows(config, grad, sample_weight,
+                                                         all_rows, rng)
+            t1 = time.perf_counter()
+            timings["gradients"] += t1 - t0
+            # Every draw from rng in column order, before any tree grows, so that the
+            # trees are the same whether they grow one after the other or at once.
+            draws = _feature_draws(n_outputs, n_features, n_bytree, rng)
+            t1 = time.perf_counter()
+            grown = grower.grow_all(draws, grad, hess, weight, in_bag, parallel)
+            timings["grow"] += time.perf_counter() - t1
+            iteration_trees = []
+            for k, (table, bitsets, sample_indices) in enumerate(grown):
+                t2 = time.perf_counter()
+                values, is_leaf = leaf_values(
+                    table, sample_indices, k, loss, line_search, newton_step, y, raw,
+                    grad, hess, weight, params, config.learning_rate)
+                t3 = time.perf_counter()
+                timings["leaf_values"] += t3 - t2
+                chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
+                try:
+                    add_leaf_values(raw, k, sample_indices, table, values)
+                finally:
+                    numba.set_parallel_chunksize(chunksize)
+                if out_of_bag is not None and out_of_bag.size:
+                    add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
+                                           binner.missing_bin_, values)
+                tree = make_tree(table, bitsets, values, n_features, tree_categories)
+                timings["update"] += time.perf_counter() - t3
+                iteration_trees.append(tree)
+                record.split_gains.append(np.where(is_leaf, 0.0, table["gain"]))
+                for e in evals:
+                    e.raw[:, k] += values[tree.apply(e.X)]
+            record.trees.append(iteration_trees)
+            choice.record(parallel, time.perf_counter() - t0)
+            numba.set_num_threads(choice.threads)
+
+            t4 = time.perf_counter()
+            results = _evaluate(config, loss, y, raw, sample_weight, evals)
+            for data_name, metric_name, value, _ in results:
+                record.evals_result.setdefault(data_name, {}).setdefault(
+                    metric_name, []).append(value)
+            timings["evaluate"] += time.perf_counter() - t4
+            env = CallbackEnv(model, iteration, begin, end, results)
+            try:
+                for callback in every_callback:
+                    callback(env)
+            except EarlyStopException as stop:
+                record.best_iteration = int(stop.best_iteration)
+                break
+    finally:
+        numba.set_num_threads(choice.threads)
+    if stopper is not None and record.best_iteration is None:
+        # Early stopping never fired: the model still keeps its best iteration.
+        record.best_iteration = stopper.best_iteration
+    if record.best_iteration is not None:
+        del record.trees[record.best_iteration + 1:]
+        del record.split_gains[(record.best_iteration + 1) * n_outputs:]
+    return record
+
+
+def _evaluate(config, loss, y, raw, sample_weight, evals):
+    """One iteration's ``(data_name, metric, value, higher_is_better)`` results: the
+    training set first when recorded, then the evaluation sets in order."""
+    metric = config.metric
+    if metric is None:
+        return []
+    results = []
+    if config.record_training:
+        value, higher = metrics.evaluate(metric, config.scoring, loss, y, raw, sample_weight)
+        results.append(("training", metric, value, higher))
+    for e in evals:
+        value, higher = metrics.evaluate(metric, config.scoring, loss, e.y, e.raw, e.weight)
+        results.append((e.name, metric, value, higher))
+    return results
