@@ -30,8 +30,8 @@ from sklearn.utils.validation import check_is_fitted
 from silva import _input
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
-from silva.engine.binning import MAX_BINS_LIMIT, Binner
-from silva.engine.grower import compiled_grower
+from silva.engine.binning import MAX_BINS_LIMIT
+from silva.engine.cart import BinnedData, GrowthRules, TreeTask, grow_cart_tree
 from silva.engine.pruning import (
     cost_complexity_path,
     held_out_losses,
@@ -40,7 +40,6 @@ from silva.engine.pruning import (
     reduced_error_prune,
 )
 from silva.engine.random import seed_from_random_state
-from silva.engine.tree import Tree
 from silva.persistence import PersistenceMixin
 
 # Nodes below this many samples search splits by sorting instead of a dense histogram,
@@ -206,39 +205,45 @@ class BaseDecisionTree(BaseEstimator):
         self.tree_ = tree
         return self
 
+    def _growth_rules(self, params, criterion_code, n_classes, histogram_min_samples,
+                      min_significance=1.0):
+        """The :class:`~silva.engine.cart.GrowthRules` of ``params`` (from
+        :meth:`_check_params`) and the fitted ``max_features_``."""
+        return GrowthRules(
+            criterion=criterion_code, n_classes=n_classes,
+            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
+            max_depth=params["max_depth"],
+            min_samples_split=params["min_samples_split"],
+            min_samples_leaf=params["min_samples_leaf"],
+            max_leaf_nodes=params["max_leaf_nodes"],
+            min_impurity_decrease=float(self.min_impurity_decrease),
+            max_features=self.max_features_, use_random=self.splitter == "random",
+            histogram_min_samples=histogram_min_samples,
+            parallel_min_work=PARALLEL_MIN_WORK,
+            min_significance=float(min_significance),
+        )
+
     def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance):
-        """Bin X and grow the unpruned tree on it in one compiled call."""
-        n_samples, n_features = X.shape
-        rules = self._check_params(n_samples, sample_weight.sum())
-        binner, bin_codes, codes_by_sample = self._binned(X)
-        stats = criteria.build_statistics(criterion_code, y, sample_weight, n_classes)
-        seed = seed_from_random_state(check_random_state(self.random_state))
-        n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
-        n_words = max(1, (int(n_categories) + 63) // 64)
-        sample_indices = np.arange(n_samples, dtype=np.int32)
-        n_values = n_classes if criteria.is_classification(criterion_code) else 1
+        """Bin X and grow the unpruned tree on all its samples in one compiled call."""
+        n_samples = X.shape[0]
+        params = self._check_params(n_samples, sample_weight.sum())
         # absolute_error searches splits from order statistics: no histogram is read.
         histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
-
-        table, values, bitsets = compiled_grower(criterion_code)(
-            bin_codes, codes_by_sample, stats,
-            np.asarray(y, dtype=np.float64), sample_weight, sample_indices,
-            binner.n_value_bins_,
-            self.is_categorical_.astype(np.uint8), binner.missing_bin_,
-            binner.bin_lower_, binner.bin_upper_,
-            criterion_code, n_classes, n_values,
-            rules["max_depth"], rules["min_samples_split"], rules["min_samples_leaf"],
-            rules["min_weight_leaf"], rules["max_leaf_nodes"],
-            float(self.min_impurity_decrease), self.max_features_,
-            self.splitter == "random", seed, histogram_min_samples, PARALLEL_MIN_WORK,
-            n_words, float(min_significance),
+        rules = self._growth_rules(params, criterion_code, n_classes, histogram_min_samples,
+                                   min_significance)
+        y = np.asarray(y, dtype=np.float64)
+        task = TreeTask(
+            stats=criteria.build_statistics(criterion_code, y, sample_weight, n_classes),
+            y=y, weight=sample_weight,
+            sample_indices=np.arange(n_samples, dtype=np.int32),
+            min_weight_leaf=params["min_weight_leaf"],
+            seed=seed_from_random_state(check_random_state(self.random_state)),
         )
-        n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
-        return Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
+        return grow_cart_tree(self._binned(X), rules, task).tree
 
     def _binned(self, X):
-        """``(binner, bin_codes, codes_by_sample)`` of X.
+        """X binned (a :class:`~silva.engine.cart.BinnedData`).
 
         An ensemble that fits many trees on the same X (AdaBoost's rounds) lends a dict
         as ``self._bin_cache`` for the length of one fit; binning depends on X alone (not
@@ -248,9 +253,7 @@ class BaseDecisionTree(BaseEstimator):
         key = (self.max_bins, self.is_categorical_.tobytes())
         if cache is not None and cache.get("X") is X and cache.get("key") == key:
             return cache["binned"]
-        binner = Binner(self.max_bins, self.is_categorical_)
-        bin_codes = binner.fit_transform(X)
-        binned = (binner, bin_codes, np.ascontiguousarray(bin_codes.T))
+        binned = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
         if cache is not None:
             cache.update(X=X, key=key, binned=binned)
         return binned

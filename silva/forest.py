@@ -33,15 +33,15 @@ from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.decision_tree import (
     HISTOGRAM_MIN_SAMPLES,
-    PARALLEL_MIN_WORK,
     BaseDecisionTree,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     regression_inputs,
 )
 from silva.engine import criteria
+from silva.engine.cart import BinnedData, TreeTask
 from silva.engine.ensemble import PackedTrees
-from silva.engine.forest import BinnedData, GrowthRules, TreeTask, iter_grown_trees
+from silva.engine.forest import iter_grown_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
 from silva.inspection import encoded_target
@@ -144,10 +144,12 @@ class BaseForest(PersistenceMixin, BaseEstimator):
         n_samples, n_features = X.shape
         n_drawn = self._check_forest_params(n_samples)
         n_threads = self._n_threads()
+        # The trees' own parameter checks and rules, read off a tree like the forest's.
         template = self._make_tree()
         template.is_categorical_ = self.is_categorical_
-        rules_dict = template._check_params(n_samples, sample_weight.sum())
+        params = template._check_params(n_samples, sample_weight.sum())
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
+        template.max_features_ = self.max_features_
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
 
@@ -167,20 +169,10 @@ class BaseForest(PersistenceMixin, BaseEstimator):
         data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
         self._has_missing_at_fit = bool(np.isnan(X).any())
         y_float = np.asarray(y, dtype=np.float64)
-        rules = GrowthRules(
-            criterion=criterion_code, n_classes=n_classes,
-            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
-            max_depth=rules_dict["max_depth"],
-            min_samples_split=rules_dict["min_samples_split"],
-            min_samples_leaf=rules_dict["min_samples_leaf"],
-            max_leaf_nodes=rules_dict["max_leaf_nodes"],
-            min_impurity_decrease=float(self.min_impurity_decrease),
-            max_features=self.max_features_, use_random=self._splitter == "random",
-            histogram_min_samples=self._histogram_min_samples(criterion_code, n_samples,
-                                                              n_features),
-            parallel_min_work=PARALLEL_MIN_WORK,
-            min_significance=self._min_significance(),
-        )
+        rules = template._growth_rules(
+            params, criterion_code, n_classes,
+            self._histogram_min_samples(criterion_code, n_samples, n_features),
+            self._min_significance())
         fraction = float(self.min_weight_fraction_leaf)
 
         def make_task(t):
