@@ -35,8 +35,8 @@ from silva.engine.cart import BinnedData, GrowthRules, TreeTask, grow_cart_tree
 from silva.engine.pruning import (
     cost_complexity_path,
     held_out_losses,
-    path_n_leaves,
     prune_tree,
+    pruning_path,
     reduced_error_prune,
 )
 from silva.engine.random import seed_from_random_state
@@ -294,8 +294,8 @@ class BaseDecisionTree(BaseEstimator):
         error is within one standard error of the smallest mean error (sec. 3.4.3).
         """
         n_samples = y.shape[0]
-        path_alphas, _ = cost_complexity_path(tree)
-        distinct = np.unique(np.maximum(path_alphas, 0.0))
+        path = pruning_path(tree)
+        distinct = np.unique(np.maximum(path.ccp_alphas, 0.0))
         candidates = np.append(np.sqrt(distinct[:-1] * distinct[1:]), np.inf)
         if hasattr(self.ccp_cv, "split"):
             splitter = self.ccp_cv
@@ -334,7 +334,7 @@ class BaseDecisionTree(BaseEstimator):
         chosen = int(np.flatnonzero(within)[-1])
         self.ccp_cv_results_ = Bunch(
             ccp_alphas=candidates, mean_error=mean_error, std_error=std_error,
-            n_leaves=path_n_leaves(tree, candidates), best_index=best, chosen_index=chosen)
+            n_leaves=path.n_leaves_at(candidates), best_index=best, chosen_index=chosen)
         return float(candidates[chosen])
 
     # -------------------------------------------------------------- predict
