@@ -293,12 +293,19 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         # and the significance tests read are in cases, whatever the weights' unit (see
         # the sample_weight doc). The tree reports weights in the caller's unit.
         self._mean_weight = float(np.mean(sample_weight))
-        self.tree_ = self._grow(X, y_encoded.astype(np.int64),
-                                sample_weight / self._mean_weight)
+        self.tree_ = self._grow(X, y_encoded.astype(np.int64), self._in_cases(sample_weight))
         self.tree_.weighted_n_node_samples *= self._mean_weight
         return self
 
     # ---------------------------------------------------------- significance
+    def _in_cases(self, weights):
+        """``weights`` in cases: rescaled as the training weights were at fit.
+
+        Models saved before the rescaling have no ``_mean_weight`` and took weights as
+        they were.
+        """
+        return weights / getattr(self, "_mean_weight", 1.0)
+
     def _check_min_significance(self):
         _input.check_float(self.min_significance, "min_significance", 0.0, 1.0,
                            low_inclusive=False)
@@ -587,8 +594,7 @@ class ID3Classifier(_MultiwayTreeClassifier):
                              n_bin_edges=n_edges, value_names=self._value_names(n_features))
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
-        # In cases, as at fit (models saved before the rescaling took weights as they were).
-        w = w / getattr(self, "_mean_weight", 1.0)
+        w = self._in_cases(w)
         codes = self._binner.transform(X) if X.shape[0] else None
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
@@ -861,8 +867,7 @@ class C45Classifier(_MultiwayTreeClassifier):
                              value_names=self._value_names(n_features), pruned=pruned)
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
-        # In cases, as at fit (models saved before the rescaling took weights as they were).
-        w = w / getattr(self, "_mean_weight", 1.0)
+        w = self._in_cases(w)
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
         while tree.parent[current] >= 0:
