@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import multiway as mw
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
@@ -235,7 +236,8 @@ class _SubtreeRaisingPruner:
         return as_subtree
 
 
-class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+class _MultiwayTreeClassifier(FittedTreeMixin, PredictLogProbaMixin, PersistenceMixin,
+                              TreeReportMixin, ClassifierMixin,
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
 
@@ -244,10 +246,6 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         """Validated float64 X; data-frame categorical columns become category codes."""
         return _input.prepare_X(self, X, reset=reset,
                                 categorical_features=self.categorical_features)
-
-    def _validated_X(self, X):
-        check_is_fitted(self, "tree_")
-        return self._prepare_X(X, reset=False)
 
     def _value_names(self, n_features):
         names = [None] * n_features
@@ -332,37 +330,10 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :]
 
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
     def predict(self, X):
         """Most probable class of each sample (the first of equals)."""
         probabilities = self.predict_proba(X)
         return self.classes_[np.argmax(probabilities, axis=1)]
-
-    def apply(self, X):
-        """Node where each sample's path ends: a leaf, or the inner node whose test it
-        cannot take (a value without a branch; for C4.5 a missing value, where the
-        blend over branches starts)."""
-        return self.tree_.apply(self._validated_X(X))
-
-    def get_depth(self):
-        """Depth of the tree: the largest number of edges from the root to a leaf."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.max_depth
-
-    def get_n_leaves(self):
-        """Number of leaves (branches without training cases are not counted)."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.n_leaves
-
-    @property
-    def feature_importances_(self):
-        """Normalised total weighted entropy decrease (information gain) per feature."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.compute_feature_importances()
 
     def rules(self, *, feature_names=None, decimals=2):
         """The tree as if-then rules, one per leaf, in the tree's order.

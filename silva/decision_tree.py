@@ -25,9 +25,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import Bunch, check_random_state
-from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -58,11 +58,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     poisson and absolute_error). Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w)
     accurate for large |y|.
     """
-    code = (criteria.REGRESSION_CRITERIA.get(estimator.criterion)
-            if isinstance(estimator.criterion, str) else None)
-    if code is None:
-        raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
-                         f"; got {estimator.criterion!r}.")
+    code = _input.criterion_code(estimator.criterion, criteria.REGRESSION_CRITERIA)
     X, y = estimator._prepare_X_y(X, y)
     y = _input.regression_target(y)
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
@@ -79,7 +75,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     return code, X, y, sample_weight, offset
 
 
-class BaseDecisionTree(BaseEstimator):
+class BaseDecisionTree(FittedTreeMixin, BaseEstimator):
     """Shared fit and prediction logic; use the classifier or the regressor."""
 
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
@@ -338,35 +334,10 @@ class BaseDecisionTree(BaseEstimator):
         return float(candidates[chosen])
 
     # -------------------------------------------------------------- predict
-    def _validated_X(self, X):
-        check_is_fitted(self, "tree_")
-        return self._prepare_X(X, reset=False)
-
-    def apply(self, X):
-        """Index of the leaf each sample ends up in."""
-        X = self._validated_X(X)
-        return self.tree_.apply(X)
-
     def decision_path(self, X):
         """Sparse (n_samples, node_count) indicator of the nodes each sample visits."""
         X = self._validated_X(X)
         return self.tree_.decision_path(X)
-
-    def get_depth(self):
-        """Depth of the tree: the largest number of edges from the root to a leaf."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.max_depth
-
-    def get_n_leaves(self):
-        """Number of leaves of the tree."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.n_leaves
-
-    @property
-    def feature_importances_(self):
-        """Normalised total impurity decrease per feature (mean decrease in impurity)."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.compute_feature_importances()
 
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Effective alphas of minimal cost-complexity pruning (Breiman et al. 1984, ch. 3).
@@ -387,7 +358,8 @@ class BaseDecisionTree(BaseEstimator):
         return tags
 
 
-class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportMixin,
+                             ClassifierMixin,
                              BaseDecisionTree):
     """A CART classification tree grown on silva's compiled engine.
 
@@ -528,16 +500,9 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
 
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on (X, y); NaN in X means missing."""
-        criterion_code = criteria.CLASSIFICATION_CRITERIA.get(self.criterion) \
-            if isinstance(self.criterion, str) else None
-        if criterion_code is None:
-            raise ValueError(f"criterion must be one of "
-                             f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
-                             f"{self.criterion!r}.")
-        min_significance = 1.0
-        if self.min_significance is not None:
-            min_significance = _input.check_float(self.min_significance, "min_significance",
-                                                  0.0, 1.0, low_inclusive=False)
+        criterion_code = _input.criterion_code(self.criterion,
+                                               criteria.CLASSIFICATION_CRITERIA)
+        min_significance = _input.check_significance_level(self.min_significance)
         X, y = self._prepare_X_y(X, y)
         self.classes_, y_encoded = _input.classification_target(y)
         self.n_classes_ = len(self.classes_)
@@ -552,11 +517,6 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
         """Class probabilities: the weighted class fractions of each sample's leaf."""
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :].copy()
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
 
     def predict(self, X):
         """Most probable class of each sample (the first of equals)."""
