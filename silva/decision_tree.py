@@ -1,9 +1,9 @@
 """CART decision trees (Breiman, Friedman, Olshen & Stone 1984) with scikit-learn's API.
 
 :class:`DecisionTreeClassifier` and :class:`DecisionTreeRegressor` are thin shells over
-the engine: they validate input, bin it once (:mod:`silva.engine.binning`), turn targets
-into statistic channels (:mod:`silva.engine.criteria`), grow one tree in one compiled
-call (:mod:`silva.engine.grower`) and, with ``ccp_alpha > 0``, prune it
+the engine: they validate input, bin it once and turn targets into statistic channels
+(:mod:`silva.engine.criteria`), grow one tree in one compiled call from the same bundles
+as a forest's trees (:mod:`silva.engine.cart`) and, with ``ccp_alpha > 0``, prune it
 (:mod:`silva.engine.pruning`). Parameters have scikit-learn's names and meanings, plus
 
 - ``max_bins``: bins per numeric feature (default 255). A feature with at most that many
