@@ -54,7 +54,8 @@ class FittedTreeMixin(FittedInputMixin):
     def apply(self, X):
         """Index of the node where each sample's path ends: its leaf (for ID3 and C4.5,
         the inner node whose test the sample cannot take, if any; see their notes)."""
-        return self.tree_.apply(self._validated_X(X))
+        X = self._validated_X(X)  # first: it raises NotFittedError before tree_ is read
+        return self.tree_.apply(X)
 
     def get_depth(self):
         """Depth of the tree: the largest number of edges from the root to a leaf."""
