@@ -203,8 +203,8 @@ class BaseDecisionTree(FittedTreeMixin, BaseEstimator):
 
     def _growth_rules(self, params, criterion_code, n_classes, histogram_min_samples,
                       min_significance=1.0):
-        """The :class:`~silva.engine.cart.GrowthRules` of ``params`` (from
-        :meth:`_check_params`) and the fitted ``max_features_``."""
+        """This tree's :class:`~silva.engine.cart.GrowthRules`: ``params`` as returned by
+        :meth:`_check_params`, and ``max_features_`` as set by the fit."""
         return GrowthRules(
             criterion=criterion_code, n_classes=n_classes,
             n_values=n_classes if criteria.is_classification(criterion_code) else 1,
