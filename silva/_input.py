@@ -646,6 +646,26 @@ def check_option(value, name, options):
     return value
 
 
+def criterion_code(criterion, codes):
+    """The code of ``criterion`` in ``codes`` (a dict from names to engine codes)."""
+    return codes[check_option(criterion, "criterion", codes)]
+
+
+def check_significance_level(min_significance):
+    """The CHAID-style significance level of a CART tree: a float in (0, 1], or 1.0 (no
+    test) for None."""
+    if min_significance is None:
+        return 1.0
+    return check_float(min_significance, "min_significance", 0.0, 1.0, low_inclusive=False)
+
+
+def check_same_classes(estimator, classes):
+    """Refuse a warm-start fit whose classes differ from those of the previous fit."""
+    if (estimator.warm_start and hasattr(estimator, "classes_")
+            and not np.array_equal(classes, estimator.classes_)):
+        raise ValueError("warm_start=True needs the same classes as the previous fit.")
+
+
 def resolve_max_features(max_features, n_features):
     """Number of features to draw per node from scikit-learn's ``max_features`` forms."""
     if max_features is None:

@@ -51,6 +51,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
+from silva._mixins import BaseEstimatorNanMixin, PredictLogProbaMixin
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
@@ -115,7 +116,7 @@ def _softmax(scores):
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
+class _BaseAdaBoost(BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
     """Parameter checks, base-learner cloning and one boosting round's fit."""
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, resample=False,
@@ -204,7 +205,7 @@ class _BaseAdaBoost(PersistenceMixin, BaseEstimator):
         return weights @ importances / total
 
 
-class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
+class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
     """AdaBoost classifier: discrete AdaBoost.M1, SAMME or Real AdaBoost (SAMME.R).
 
     See the module docstring for the algorithms and for how a perfect learner
@@ -449,11 +450,6 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
         """Class probabilities from the scores (see Notes)."""
         return self._proba_from_scores(self._scores(self._validated_X(X)))
 
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba`."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
     def staged_decision_function(self, X):
         """:meth:`decision_function` after each round."""
         for scores in self._staged_scores(self._validated_X(X)):
@@ -503,11 +499,6 @@ class AdaBoostClassifier(ClassifierMixin, _BaseAdaBoost):
         others = scores.copy()
         others[rows, codes] = -np.inf
         return (own - others.max(axis=1)) / spread
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
-        return tags
 
 
 class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
@@ -648,8 +639,3 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         """R^2 on (X, y) after each round."""
         for predicted in self.staged_predict(X):
             yield r2_score(y, predicted, sample_weight=sample_weight)
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
-        return tags

@@ -38,6 +38,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
+from silva._mixins import BaseEstimatorNanMixin, FittedInputMixin, PredictLogProbaMixin
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -123,7 +124,7 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
     return members
 
 
-class BaseBagging(PersistenceMixin, BaseEstimator):
+class BaseBagging(FittedInputMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
     """Shared fit logic of :class:`BaggingClassifier` and :class:`BaggingRegressor`."""
 
     def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
@@ -273,18 +274,8 @@ class BaseBagging(PersistenceMixin, BaseEstimator):
                    for member, features, rows in self._out_of_bag_members(n_fit)]
         return X, members
 
-    def _validated_X(self, X):
-        check_is_fitted(self, "estimators_")
-        return self._prepare_X(X, reset=False)
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        base_tags = self._base_estimator().__sklearn_tags__()
-        tags.input_tags.allow_nan = base_tags.input_tags.allow_nan
-        return tags
-
-
-class BaggingClassifier(ClassifierMixin, BaseBagging):
+class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
     """A bagging classifier (Breiman 1996) around any scikit-learn classifier.
 
     Parameters
@@ -366,9 +357,7 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
         X = self._prepare_X(X, reset=True)
         y = _input.target_1d(self, y, X.shape[0])
         classes, y_encoded = _input.classification_target(y)
-        if self.warm_start and hasattr(self, "classes_") and not np.array_equal(
-                classes, self.classes_):
-            raise ValueError("warm_start=True needs the same classes as the previous fit.")
+        _input.check_same_classes(self, classes)
         self.classes_ = classes
         self.n_classes_ = len(classes)
         # Members learn class indices, so every member's columns map onto classes_.
@@ -392,10 +381,6 @@ class BaggingClassifier(ClassifierMixin, BaseBagging):
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
             total += self._member_proba(member, X[:, features])
         return total / len(self.estimators_)
-
-    def predict_log_proba(self, X):
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
 
     def predict(self, X):
         """The class of highest mean probability or most votes (the first of equals)."""

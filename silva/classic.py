@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import multiway as mw
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
@@ -235,7 +236,8 @@ class _SubtreeRaisingPruner:
         return as_subtree
 
 
-class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+class _MultiwayTreeClassifier(FittedTreeMixin, PredictLogProbaMixin, PersistenceMixin,
+                              TreeReportMixin, ClassifierMixin,
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
 
@@ -244,10 +246,6 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         """Validated float64 X; data-frame categorical columns become category codes."""
         return _input.prepare_X(self, X, reset=reset,
                                 categorical_features=self.categorical_features)
-
-    def _validated_X(self, X):
-        check_is_fitted(self, "tree_")
-        return self._prepare_X(X, reset=False)
 
     def _value_names(self, n_features):
         names = [None] * n_features
@@ -293,12 +291,19 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         # and the significance tests read are in cases, whatever the weights' unit (see
         # the sample_weight doc). The tree reports weights in the caller's unit.
         self._mean_weight = float(np.mean(sample_weight))
-        self.tree_ = self._grow(X, y_encoded.astype(np.int64),
-                                sample_weight / self._mean_weight)
+        self.tree_ = self._grow(X, y_encoded.astype(np.int64), self._in_cases(sample_weight))
         self.tree_.weighted_n_node_samples *= self._mean_weight
         return self
 
     # ---------------------------------------------------------- significance
+    def _in_cases(self, weights):
+        """``weights`` in cases: rescaled as the training weights were at fit.
+
+        Models saved before the rescaling have no ``_mean_weight`` and took weights as
+        they were.
+        """
+        return weights / getattr(self, "_mean_weight", 1.0)
+
     def _check_min_significance(self):
         _input.check_float(self.min_significance, "min_significance", 0.0, 1.0,
                            low_inclusive=False)
@@ -325,37 +330,10 @@ class _MultiwayTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :]
 
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
-
     def predict(self, X):
         """Most probable class of each sample (the first of equals)."""
         probabilities = self.predict_proba(X)
         return self.classes_[np.argmax(probabilities, axis=1)]
-
-    def apply(self, X):
-        """Node where each sample's path ends: a leaf, or the inner node whose test it
-        cannot take (a value without a branch; for C4.5 a missing value, where the
-        blend over branches starts)."""
-        return self.tree_.apply(self._validated_X(X))
-
-    def get_depth(self):
-        """Depth of the tree: the largest number of edges from the root to a leaf."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.max_depth
-
-    def get_n_leaves(self):
-        """Number of leaves (branches without training cases are not counted)."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.n_leaves
-
-    @property
-    def feature_importances_(self):
-        """Normalised total weighted entropy decrease (information gain) per feature."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.compute_feature_importances()
 
     def rules(self, *, feature_names=None, decimals=2):
         """The tree as if-then rules, one per leaf, in the tree's order.
@@ -587,8 +565,7 @@ class ID3Classifier(_MultiwayTreeClassifier):
                              n_bin_edges=n_edges, value_names=self._value_names(n_features))
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
-        # In cases, as at fit (models saved before the rescaling took weights as they were).
-        w = w / getattr(self, "_mean_weight", 1.0)
+        w = self._in_cases(w)
         codes = self._binner.transform(X) if X.shape[0] else None
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
@@ -861,8 +838,7 @@ class C45Classifier(_MultiwayTreeClassifier):
                              value_names=self._value_names(n_features), pruned=pruned)
 
     def _multiway_split_rows(self, tree, node, X, y, w, names):
-        # In cases, as at fit (models saved before the rescaling took weights as they were).
-        w = w / getattr(self, "_mean_weight", 1.0)
+        w = self._in_cases(w)
         allowed = np.ones(tree.n_features, dtype=np.uint8)
         current = node
         while tree.parent[current] >= 0:

@@ -1,9 +1,9 @@
 """CART decision trees (Breiman, Friedman, Olshen & Stone 1984) with scikit-learn's API.
 
 :class:`DecisionTreeClassifier` and :class:`DecisionTreeRegressor` are thin shells over
-the engine: they validate input, bin it once (:mod:`silva.engine.binning`), turn targets
-into statistic channels (:mod:`silva.engine.criteria`), grow one tree in one compiled
-call (:mod:`silva.engine.grower`) and, with ``ccp_alpha > 0``, prune it
+the engine: they validate input, bin it once and turn targets into statistic channels
+(:mod:`silva.engine.criteria`), grow one tree in one compiled call from the same bundles
+as a forest's trees (:mod:`silva.engine.cart`) and, with ``ccp_alpha > 0``, prune it
 (:mod:`silva.engine.pruning`). Parameters have scikit-learn's names and meanings, plus
 
 - ``max_bins``: bins per numeric feature (default 255). A feature with at most that many
@@ -25,22 +25,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import Bunch, check_random_state
-from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
-from silva.engine.binning import MAX_BINS_LIMIT, Binner
-from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
+from silva.engine.binning import MAX_BINS_LIMIT
+from silva.engine.cart import BinnedData, GrowthRules, TreeTask, grow_cart_tree
 from silva.engine.pruning import (
     cost_complexity_path,
     held_out_losses,
-    path_n_leaves,
     prune_tree,
+    pruning_path,
     reduced_error_prune,
 )
 from silva.engine.random import seed_from_random_state
-from silva.engine.tree import Tree
 from silva.persistence import PersistenceMixin
 
 # Nodes below this many samples search splits by sorting instead of a dense histogram,
@@ -59,11 +58,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     poisson and absolute_error). Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w)
     accurate for large |y|.
     """
-    code = (criteria.REGRESSION_CRITERIA.get(estimator.criterion)
-            if isinstance(estimator.criterion, str) else None)
-    if code is None:
-        raise ValueError(f"criterion must be one of {sorted(criteria.REGRESSION_CRITERIA)}"
-                         f"; got {estimator.criterion!r}.")
+    code = _input.criterion_code(estimator.criterion, criteria.REGRESSION_CRITERIA)
     X, y = estimator._prepare_X_y(X, y)
     y = _input.regression_target(y)
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
@@ -80,7 +75,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     return code, X, y, sample_weight, offset
 
 
-class BaseDecisionTree(BaseEstimator):
+class BaseDecisionTree(FittedTreeMixin, BaseEstimator):
     """Shared fit and prediction logic; use the classifier or the regressor."""
 
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
@@ -206,38 +201,45 @@ class BaseDecisionTree(BaseEstimator):
         self.tree_ = tree
         return self
 
+    def _growth_rules(self, params, criterion_code, n_classes, histogram_min_samples,
+                      min_significance=1.0):
+        """This tree's :class:`~silva.engine.cart.GrowthRules`: ``params`` as returned by
+        :meth:`_check_params`, and ``max_features_`` as set by the fit."""
+        return GrowthRules(
+            criterion=criterion_code, n_classes=n_classes,
+            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
+            max_depth=params["max_depth"],
+            min_samples_split=params["min_samples_split"],
+            min_samples_leaf=params["min_samples_leaf"],
+            max_leaf_nodes=params["max_leaf_nodes"],
+            min_impurity_decrease=float(self.min_impurity_decrease),
+            max_features=self.max_features_, use_random=self.splitter == "random",
+            histogram_min_samples=histogram_min_samples,
+            parallel_min_work=PARALLEL_MIN_WORK,
+            min_significance=float(min_significance),
+        )
+
     def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance):
-        """Bin X and grow the unpruned tree on it in one compiled call."""
-        n_samples, n_features = X.shape
-        rules = self._check_params(n_samples, sample_weight.sum())
-        binner, bin_codes, codes_by_sample = self._binned(X)
-        stats = criteria.build_statistics(criterion_code, y, sample_weight, n_classes)
-        seed = seed_from_random_state(check_random_state(self.random_state))
-        n_categories = binner.n_value_bins_[self.is_categorical_].max(initial=1)
-        n_words = max(1, (int(n_categories) + 63) // 64)
-        sample_indices = np.arange(n_samples, dtype=np.int32)
-        n_values = n_classes if criteria.is_classification(criterion_code) else 1
+        """Bin X and grow the unpruned tree on all its samples in one compiled call."""
+        n_samples = X.shape[0]
+        params = self._check_params(n_samples, sample_weight.sum())
         # absolute_error searches splits from order statistics: no histogram is read.
         histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
-
-        data = CartData(bin_codes, codes_by_sample, binner.n_value_bins_,
-                        self.is_categorical_.astype(np.uint8), np.int64(binner.missing_bin_),
-                        binner.bin_lower_, binner.bin_upper_, np.int64(n_words))
-        grow_rules = cart_rules(
-            criterion_code, n_classes, n_values, rules["max_depth"],
-            rules["min_samples_split"], rules["min_samples_leaf"], rules["min_weight_leaf"],
-            rules["max_leaf_nodes"], self.min_impurity_decrease, self.max_features_,
-            self.splitter == "random", histogram_min_samples, PARALLEL_MIN_WORK,
-            min_significance)
-        samples = CartSamples(stats, np.asarray(y, dtype=np.float64), sample_weight,
-                              sample_indices, seed)
-        table, values, bitsets = compiled_grower(criterion_code)(data, grow_rules, samples)
-        n_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
-        return Tree.from_grower(table, values, bitsets, n_features, n_classes, n_categories)
+        rules = self._growth_rules(params, criterion_code, n_classes, histogram_min_samples,
+                                   min_significance)
+        y = np.asarray(y, dtype=np.float64)
+        task = TreeTask(
+            stats=criteria.build_statistics(criterion_code, y, sample_weight, n_classes),
+            y=y, weight=sample_weight,
+            sample_indices=np.arange(n_samples, dtype=np.int32),
+            min_weight_leaf=params["min_weight_leaf"],
+            seed=seed_from_random_state(check_random_state(self.random_state)),
+        )
+        return grow_cart_tree(self._binned(X), rules, task).tree
 
     def _binned(self, X):
-        """``(binner, bin_codes, codes_by_sample)`` of X.
+        """X binned (a :class:`~silva.engine.cart.BinnedData`).
 
         An ensemble that fits many trees on the same X (AdaBoost's rounds) lends a dict
         as ``self._bin_cache`` for the length of one fit; binning depends on X alone (not
@@ -247,9 +249,7 @@ class BaseDecisionTree(BaseEstimator):
         key = (self.max_bins, self.is_categorical_.tobytes())
         if cache is not None and cache.get("X") is X and cache.get("key") == key:
             return cache["binned"]
-        binner = Binner(self.max_bins, self.is_categorical_)
-        bin_codes = binner.fit_transform(X)
-        binned = (binner, bin_codes, np.ascontiguousarray(bin_codes.T))
+        binned = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
         if cache is not None:
             cache.update(X=X, key=key, binned=binned)
         return binned
@@ -290,8 +290,8 @@ class BaseDecisionTree(BaseEstimator):
         error is within one standard error of the smallest mean error (sec. 3.4.3).
         """
         n_samples = y.shape[0]
-        path_alphas, _ = cost_complexity_path(tree)
-        distinct = np.unique(np.maximum(path_alphas, 0.0))
+        path = pruning_path(tree)
+        distinct = np.unique(np.maximum(path.ccp_alphas, 0.0))
         candidates = np.append(np.sqrt(distinct[:-1] * distinct[1:]), np.inf)
         if hasattr(self.ccp_cv, "split"):
             splitter = self.ccp_cv
@@ -330,39 +330,14 @@ class BaseDecisionTree(BaseEstimator):
         chosen = int(np.flatnonzero(within)[-1])
         self.ccp_cv_results_ = Bunch(
             ccp_alphas=candidates, mean_error=mean_error, std_error=std_error,
-            n_leaves=path_n_leaves(tree, candidates), best_index=best, chosen_index=chosen)
+            n_leaves=path.n_leaves_at(candidates), best_index=best, chosen_index=chosen)
         return float(candidates[chosen])
 
     # -------------------------------------------------------------- predict
-    def _validated_X(self, X):
-        check_is_fitted(self, "tree_")
-        return self._prepare_X(X, reset=False)
-
-    def apply(self, X):
-        """Index of the leaf each sample ends up in."""
-        X = self._validated_X(X)
-        return self.tree_.apply(X)
-
     def decision_path(self, X):
         """Sparse (n_samples, node_count) indicator of the nodes each sample visits."""
         X = self._validated_X(X)
         return self.tree_.decision_path(X)
-
-    def get_depth(self):
-        """Depth of the tree: the largest number of edges from the root to a leaf."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.max_depth
-
-    def get_n_leaves(self):
-        """Number of leaves of the tree."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.n_leaves
-
-    @property
-    def feature_importances_(self):
-        """Normalised total impurity decrease per feature (mean decrease in impurity)."""
-        check_is_fitted(self, "tree_")
-        return self.tree_.compute_feature_importances()
 
     def cost_complexity_pruning_path(self, X, y, sample_weight=None):
         """Effective alphas of minimal cost-complexity pruning (Breiman et al. 1984, ch. 3).
@@ -383,7 +358,8 @@ class BaseDecisionTree(BaseEstimator):
         return tags
 
 
-class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
+class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportMixin,
+                             ClassifierMixin,
                              BaseDecisionTree):
     """A CART classification tree grown on silva's compiled engine.
 
@@ -524,16 +500,9 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
 
     def fit(self, X, y, sample_weight=None):
         """Grow the tree on (X, y); NaN in X means missing."""
-        criterion_code = criteria.CLASSIFICATION_CRITERIA.get(self.criterion) \
-            if isinstance(self.criterion, str) else None
-        if criterion_code is None:
-            raise ValueError(f"criterion must be one of "
-                             f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
-                             f"{self.criterion!r}.")
-        min_significance = 1.0
-        if self.min_significance is not None:
-            min_significance = _input.check_float(self.min_significance, "min_significance",
-                                                  0.0, 1.0, low_inclusive=False)
+        criterion_code = _input.criterion_code(self.criterion,
+                                               criteria.CLASSIFICATION_CRITERIA)
+        min_significance = _input.check_significance_level(self.min_significance)
         X, y = self._prepare_X_y(X, y)
         self.classes_, y_encoded = _input.classification_target(y)
         self.n_classes_ = len(self.classes_)
@@ -548,11 +517,6 @@ class DecisionTreeClassifier(PersistenceMixin, TreeReportMixin, ClassifierMixin,
         """Class probabilities: the weighted class fractions of each sample's leaf."""
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :].copy()
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
 
     def predict(self, X):
         """Most probable class of each sample (the first of equals)."""

@@ -28,20 +28,21 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
+from silva._mixins import FittedInputMixin, PredictLogProbaMixin
 from silva._progress import progress
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.decision_tree import (
     HISTOGRAM_MIN_SAMPLES,
-    PARALLEL_MIN_WORK,
     BaseDecisionTree,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     regression_inputs,
 )
 from silva.engine import criteria
+from silva.engine.cart import BinnedData, TreeTask
 from silva.engine.ensemble import PackedTrees
-from silva.engine.forest import BinnedData, GrowthRules, TreeTask, iter_grown_trees
+from silva.engine.forest import iter_grown_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
 from silva.inspection import encoded_target
@@ -60,7 +61,7 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
 
-class BaseForest(PersistenceMixin, BaseEstimator):
+class BaseForest(FittedInputMixin, PersistenceMixin, BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
     _splitter = "best"  # "random" for extra trees
@@ -144,10 +145,12 @@ class BaseForest(PersistenceMixin, BaseEstimator):
         n_samples, n_features = X.shape
         n_drawn = self._check_forest_params(n_samples)
         n_threads = self._n_threads()
+        # The trees' own parameter checks and rules, read off a tree like the forest's.
         template = self._make_tree()
         template.is_categorical_ = self.is_categorical_
-        rules_dict = template._check_params(n_samples, sample_weight.sum())
+        params = template._check_params(n_samples, sample_weight.sum())
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
+        template.max_features_ = self.max_features_
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
 
@@ -167,20 +170,10 @@ class BaseForest(PersistenceMixin, BaseEstimator):
         data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
         self._has_missing_at_fit = bool(np.isnan(X).any())
         y_float = np.asarray(y, dtype=np.float64)
-        rules = GrowthRules(
-            criterion=criterion_code, n_classes=n_classes,
-            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
-            max_depth=rules_dict["max_depth"],
-            min_samples_split=rules_dict["min_samples_split"],
-            min_samples_leaf=rules_dict["min_samples_leaf"],
-            max_leaf_nodes=rules_dict["max_leaf_nodes"],
-            min_impurity_decrease=float(self.min_impurity_decrease),
-            max_features=self.max_features_, use_random=self._splitter == "random",
-            histogram_min_samples=self._histogram_min_samples(criterion_code, n_samples,
-                                                              n_features),
-            parallel_min_work=PARALLEL_MIN_WORK,
-            min_significance=self._min_significance(),
-        )
+        rules = template._growth_rules(
+            params, criterion_code, n_classes,
+            self._histogram_min_samples(criterion_code, n_samples, n_features),
+            _input.check_significance_level(getattr(self, "min_significance", None)))
         fraction = float(self.min_weight_fraction_leaf)
 
         def make_task(t):
@@ -252,13 +245,6 @@ class BaseForest(PersistenceMixin, BaseEstimator):
                          "oob_prediction_"):
                 self.__dict__.pop(name, None)
         return self
-
-    def _min_significance(self):
-        """The trees' significance level (1.0: no test); classifiers only."""
-        level = getattr(self, "min_significance", None)
-        if level is None:
-            return 1.0
-        return _input.check_float(level, "min_significance", 0.0, 1.0, low_inclusive=False)
 
     def _histogram_min_samples(self, criterion_code, n_samples, n_features):
         """Node size from which the trees build full histograms (see the grower).
@@ -376,17 +362,13 @@ class BaseForest(PersistenceMixin, BaseEstimator):
         X = self._validated_X(X)
         return self._packed.apply(X)
 
-    def _validated_X(self, X):
-        check_is_fitted(self, "estimators_")
-        return self._prepare_X(X, reset=False)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         return tags
 
 
-class ForestClassifier(ClassifierMixin, BaseForest):
+class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
     """Fit and prediction of the classification forests."""
 
     _tree_class = DecisionTreeClassifier
@@ -399,17 +381,10 @@ class ForestClassifier(ClassifierMixin, BaseForest):
         :class:`~silva.callbacks.CallbackEnv`; one raising
         :class:`~silva.callbacks.EarlyStopException` stops growing more trees.
         """
-        code = (criteria.CLASSIFICATION_CRITERIA.get(self.criterion)
-                if isinstance(self.criterion, str) else None)
-        if code is None:
-            raise ValueError(f"criterion must be one of "
-                             f"{sorted(criteria.CLASSIFICATION_CRITERIA)}; got "
-                             f"{self.criterion!r}.")
+        code = _input.criterion_code(self.criterion, criteria.CLASSIFICATION_CRITERIA)
         X, y = self._prepare_X_y(X, y)
         classes, y_encoded = _input.classification_target(y)
-        if self.warm_start and hasattr(self, "classes_") and (
-                len(classes) != len(self.classes_) or np.any(classes != self.classes_)):
-            raise ValueError("warm_start=True needs the same classes as the previous fit.")
+        _input.check_same_classes(self, classes)
         self.classes_ = classes
         self.n_classes_ = len(classes)
         self.n_outputs_ = 1
@@ -439,11 +414,6 @@ class ForestClassifier(ClassifierMixin, BaseForest):
         """Mean of the trees' class probabilities (the soft vote)."""
         X = self._validated_X(X)
         return self._packed.predict(X, n_outputs=self.n_classes_) / self._packed.n_trees
-
-    def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
-        with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
 
     def predict(self, X):
         """Class of highest mean probability (the first of equals)."""

@@ -36,9 +36,9 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
 
 from silva import _input
+from silva._mixins import HeterogeneousEnsembleMixin
 from silva.persistence import PersistenceMixin
 from silva.voting import (
-    HeterogeneousEnsembleMixin,
     check_estimator_list,
     check_model_input,
     fit_params,

@@ -8,9 +8,9 @@ Classifiers*, 2nd ed. 2014, ch. 5). :class:`VotingRegressor` averages the models
 predictions with weights. Any scikit-learn estimators can be combined; they are cloned
 and refitted on the whole training set.
 
-:class:`HeterogeneousEnsembleMixin` gives estimators built from a list of named models
-(voting and stacking) the nested ``get_params``/``set_params`` of scikit-learn's
-composite estimators: ``set_params(tree__max_depth=3)``, ``set_params(tree="drop")``.
+Voting and stacking take the nested ``get_params``/``set_params`` of scikit-learn's
+composite estimators (``set_params(tree__max_depth=3)``, ``set_params(tree="drop")``)
+from :class:`silva._mixins.HeterogeneousEnsembleMixin`.
 """
 
 import numpy as np
@@ -21,59 +21,12 @@ from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
 
 from silva import _input
+from silva._mixins import HeterogeneousEnsembleMixin
 from silva.persistence import PersistenceMixin
 
 __all__ = ["HeterogeneousEnsembleMixin", "VotingClassifier", "VotingRegressor"]
 
 DROP = "drop"
-
-
-def _named_items(estimators):
-    """The well-formed (name, model) pairs of an ``estimators`` parameter (any value)."""
-    if not isinstance(estimators, list | tuple):
-        return []
-    return [tuple(item) for item in estimators
-            if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)]
-
-
-class HeterogeneousEnsembleMixin:
-    """Nested parameters for an ensemble whose ``estimators`` is a list of (name, model).
-
-    ``get_params(deep=True)`` lists each model under its name and its parameters as
-    ``name__param``; ``set_params`` replaces a model by name (or drops it with ``"drop"``)
-    and forwards ``name__param`` to it.
-    """
-
-    def get_params(self, deep=True):
-        params = super().get_params(deep=False)
-        if not deep:
-            return params
-        for name, model in _named_items(getattr(self, "estimators", None)):
-            params[name] = model
-            if hasattr(model, "get_params") and not isinstance(model, type):
-                for key, value in model.get_params(deep=True).items():
-                    params[f"{name}__{key}"] = value
-        for key, value in super().get_params(deep=True).items():
-            params.setdefault(key, value)
-        return params
-
-    def set_params(self, **params):
-        if "estimators" in params:
-            self.estimators = params.pop("estimators")
-        names = [item[0] for item in _named_items(getattr(self, "estimators", None))]
-        for name in [key for key in params if key in names]:
-            replacement = params.pop(name)
-            self.estimators = [(n, replacement if n == name else model)
-                               for n, model in _named_items(self.estimators)]
-        nested = {}
-        for key in list(params):
-            head, sep, rest = key.partition("__")
-            if sep and head in names:
-                nested.setdefault(head, {})[rest] = params.pop(key)
-        for name, values in nested.items():
-            dict(_named_items(self.estimators))[name].set_params(**values)
-        super().set_params(**params)
-        return self
 
 
 def check_estimator_list(estimators, kind, allow_drop=True):

@@ -661,3 +661,27 @@ def test_bagging_checks_categorical_codes_on_every_row():
     with pytest.raises(ValueError, match=r"categorical column 'feature 0' holds the value "
                                          r"-1\.0"):
         bag.fit(codes, np.arange(9) % 2)
+
+
+# ------------------------------------------------- checks shared by trees and forests
+
+@pytest.mark.parametrize("model_class", [DecisionTreeClassifier, RandomForestClassifier])
+@pytest.mark.parametrize("level", [0.0, 1.5, -0.1])
+def test_min_significance_outside_zero_one_is_refused(model_class, level):
+    with pytest.raises(ValueError, match=r"min_significance must be in \(0.0, 1.0\]"):
+        model_class(min_significance=level).fit(X, Y_CLASS)
+
+
+def test_min_significance_none_is_no_test():
+    # None and 1.0 both mean "no significance test": the same tree.
+    none = DecisionTreeClassifier(min_significance=None, random_state=0).fit(X, Y_CLASS)
+    one = DecisionTreeClassifier(min_significance=1.0, random_state=0).fit(X, Y_CLASS)
+    np.testing.assert_array_equal(none.tree_.children_left, one.tree_.children_left)
+    assert none.get_n_leaves() > 1
+
+
+@pytest.mark.parametrize("model_class", [RandomForestClassifier, BaggingClassifier])
+def test_warm_start_with_other_classes_is_refused(model_class):
+    model = model_class(n_estimators=2, warm_start=True, random_state=0).fit(X, Y_CLASS)
+    with pytest.raises(ValueError, match="warm_start=True needs the same classes"):
+        model.set_params(n_estimators=4).fit(X, Y_CLASS + 1)

@@ -172,9 +172,20 @@ def reference_prune_tree(tree, ccp_alpha):
 
 
 def reference_path_n_leaves(tree, alphas):
-    _, _, path_alphas, _, step_of_node = _sweep(tree)
-    return _sweep_path_n_leaves(tree.children_left, tree.children_right, step_of_node,
-                                path_alphas, np.asarray(alphas, dtype=np.float64))
+    return ReferencePath(tree).n_leaves_at(alphas)
+
+
+class ReferencePath:
+    """The pruning path from the full sweep, in :class:`pruning.PruningPath`'s shape."""
+
+    def __init__(self, tree):
+        _, _, self.ccp_alphas, self.impurities, self._step_of_node = _sweep(tree)
+        self._tree = tree
+
+    def n_leaves_at(self, alphas):
+        return _sweep_path_n_leaves(self._tree.children_left, self._tree.children_right,
+                                    self._step_of_node, self.ccp_alphas,
+                                    np.asarray(alphas, dtype=np.float64))
 
 
 def reference_loss_matrix(tree, X, y, alphas, classification):
@@ -328,15 +339,21 @@ def test_held_out_losses_are_the_matrix_sums(case):
         assert np.unique(loss_sums[done == k]).size == 1
     np.testing.assert_array_equal(pruning.path_n_leaves(tree, alphas),
                                   reference_path_n_leaves(tree, alphas))
+    # The path record holds the same path and leaf counts as the two functions.
+    path = pruning.pruning_path(tree)
+    ref_alphas, ref_impurities = reference_cost_complexity_path(tree)
+    np.testing.assert_array_equal(path.ccp_alphas, ref_alphas)
+    # The full sweep adds the impurities up in another order.
+    np.testing.assert_allclose(path.impurities, ref_impurities, rtol=1e-13)
+    np.testing.assert_array_equal(path.n_leaves_at(alphas),
+                                  reference_path_n_leaves(tree, alphas))
 
 
 def _fit_cv(model, X, y, w, reference, monkeypatch):
     with monkeypatch.context() as patch:
         if reference:
-            patch.setattr(decision_tree, "cost_complexity_path",
-                          reference_cost_complexity_path)
+            patch.setattr(decision_tree, "pruning_path", ReferencePath)
             patch.setattr(decision_tree, "prune_tree", reference_prune_tree)
-            patch.setattr(decision_tree, "path_n_leaves", reference_path_n_leaves)
             patch.setattr(decision_tree, "held_out_losses", reference_held_out_losses)
         return model.set_params(ccp_alpha="cv").fit(X, y, sample_weight=w)
 

@@ -102,13 +102,6 @@ _Buffers = namedtuple("_Buffers", [
 ])
 
 
-def cart_data(data):
-    """:class:`CartData` of a :class:`silva.engine.forest.BinnedData`."""
-    return CartData(data.bin_codes, data.codes_by_sample, data.n_value_bins,
-                    data.is_categorical, np.int64(data.missing_bin), data.bin_lower,
-                    data.bin_upper, np.int64(data.n_words))
-
-
 def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
                min_samples_leaf, min_weight_leaf, max_leaf_nodes, min_impurity_decrease,
                max_features, use_random, histogram_min_samples, parallel_min_work,

@@ -25,6 +25,8 @@ bottom-up, every internal node whose replacement by a leaf does not increase the
 held-out error (0-1 loss, or squared error for regression) is replaced by one.
 """
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
 
@@ -193,14 +195,33 @@ def _weakest_links(tree, ccp_alpha=0.0, record_path=True):
                                   float(ccp_alpha), record_path)
 
 
-def cost_complexity_path(tree):
-    """``(ccp_alphas, impurities)`` of the weakest-link pruning sequence of ``tree``.
+class PruningPath(NamedTuple):
+    """The weakest-link pruning sequence of a tree; entry k is the subtree ``T_k`` left
+    after k collapses (entry 0: the whole tree).
 
-    ``impurities[k]`` is ``R(T_k)``, the root's branch impurity after k steps (the sum
-    of the leaves' ``w_t / W * impurity_t``, added up the tree, as scikit-learn does).
+    ``impurities[k]`` is ``R(T_k)``, the root's branch impurity (the sum of the leaves'
+    ``w_t / W * impurity_t``, added up the tree, as scikit-learn does).
     """
-    _, _, alphas, impurities, _, _ = _weakest_links(tree)
-    return alphas, impurities
+
+    ccp_alphas: np.ndarray  # increasing, up to rounding errors
+    impurities: np.ndarray
+    n_leaves: np.ndarray
+
+    def n_leaves_at(self, alphas):
+        """Number of leaves of ``prune_tree(tree, alpha)`` for each of ``alphas``."""
+        return self.n_leaves[_steps_done(self.ccp_alphas, np.asarray(alphas, dtype=np.float64))]
+
+
+def pruning_path(tree):
+    """The :class:`PruningPath` of ``tree``."""
+    _, _, alphas, impurities, n_leaves, _ = _weakest_links(tree)
+    return PruningPath(alphas, impurities, n_leaves)
+
+
+def cost_complexity_path(tree):
+    """``(ccp_alphas, impurities)`` of the :class:`PruningPath` of ``tree``."""
+    path = pruning_path(tree)
+    return path.ccp_alphas, path.impurities
 
 
 def prune_tree(tree, ccp_alpha):
@@ -461,5 +482,4 @@ def reduced_error_prune(tree, X, y, sample_weight, classification):
 
 def path_n_leaves(tree, alphas):
     """Number of leaves of ``prune_tree(tree, alpha)`` for each of ``alphas``."""
-    _, _, path_alphas, _, path_leaves, _ = _weakest_links(tree)
-    return path_leaves[_steps_done(path_alphas, np.asarray(alphas, dtype=np.float64))]
+    return pruning_path(tree).n_leaves_at(alphas)

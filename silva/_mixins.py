@@ -1,0 +1,134 @@
+"""Estimator methods that several silva estimators share, written once.
+
+- :class:`PredictLogProbaMixin`: ``predict_log_proba`` from ``predict_proba``;
+- :class:`FittedInputMixin`: ``_validated_X``, the check that a model is fitted followed
+  by the estimator's own ``_prepare_X``;
+- :class:`FittedTreeMixin`: the single-tree methods (``apply``, ``get_depth``,
+  ``get_n_leaves``, ``feature_importances_``) of estimators whose model is one ``tree_``;
+- :class:`BaseEstimatorNanMixin`: ensembles of any base estimator accept NaN in X when
+  their base estimator does;
+- :class:`HeterogeneousEnsembleMixin`: nested ``get_params``/``set_params`` for
+  ensembles of named models (voting, stacking).
+"""
+
+import numpy as np
+from sklearn.utils import get_tags
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = [
+    "BaseEstimatorNanMixin",
+    "FittedInputMixin",
+    "FittedTreeMixin",
+    "HeterogeneousEnsembleMixin",
+    "PredictLogProbaMixin",
+]
+
+
+class PredictLogProbaMixin:
+    """``predict_log_proba`` for a classifier with ``predict_proba``."""
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+
+class FittedInputMixin:
+    """``_validated_X``: X to predict from, once ``_fitted_attribute`` is set.
+
+    The estimator provides ``_prepare_X(X, reset)``.
+    """
+
+    _fitted_attribute = "estimators_"
+
+    def _validated_X(self, X):
+        check_is_fitted(self, self._fitted_attribute)
+        return self._prepare_X(X, reset=False)
+
+
+class FittedTreeMixin(FittedInputMixin):
+    """Methods of an estimator whose fitted model is one tree, ``tree_``."""
+
+    _fitted_attribute = "tree_"
+
+    def apply(self, X):
+        """Index of the node where each sample's path ends: its leaf (for ID3 and C4.5,
+        the inner node whose test the sample cannot take, if any; see their notes)."""
+        X = self._validated_X(X)  # first: it raises NotFittedError before tree_ is read
+        return self.tree_.apply(X)
+
+    def get_depth(self):
+        """Depth of the tree: the largest number of edges from the root to a leaf."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.max_depth
+
+    def get_n_leaves(self):
+        """Number of leaves of the tree (ID3 and C4.5 do not count branches without
+        training cases)."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.n_leaves
+
+    @property
+    def feature_importances_(self):
+        """Normalised total impurity decrease per feature (mean decrease in impurity;
+        for ID3 and C4.5 the impurity is the entropy, so this is the information gain)."""
+        check_is_fitted(self, "tree_")
+        return self.tree_.compute_feature_importances()
+
+
+class BaseEstimatorNanMixin:
+    """Tags of an ensemble around ``self._base_estimator()``: NaN in X is accepted when
+    the base estimator accepts it."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
+        return tags
+
+
+def _named_items(estimators):
+    """The well-formed (name, model) pairs of an ``estimators`` parameter (any value)."""
+    if not isinstance(estimators, list | tuple):
+        return []
+    return [tuple(item) for item in estimators
+            if isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)]
+
+
+class HeterogeneousEnsembleMixin:
+    """Nested parameters for an ensemble whose ``estimators`` is a list of (name, model).
+
+    ``get_params(deep=True)`` lists each model under its name and its parameters as
+    ``name__param``; ``set_params`` replaces a model by name (or drops it with ``"drop"``)
+    and forwards ``name__param`` to it.
+    """
+
+    def get_params(self, deep=True):
+        params = super().get_params(deep=False)
+        if not deep:
+            return params
+        for name, model in _named_items(getattr(self, "estimators", None)):
+            params[name] = model
+            if hasattr(model, "get_params") and not isinstance(model, type):
+                for key, value in model.get_params(deep=True).items():
+                    params[f"{name}__{key}"] = value
+        for key, value in super().get_params(deep=True).items():
+            params.setdefault(key, value)
+        return params
+
+    def set_params(self, **params):
+        if "estimators" in params:
+            self.estimators = params.pop("estimators")
+        names = [item[0] for item in _named_items(getattr(self, "estimators", None))]
+        for name in [key for key in params if key in names]:
+            replacement = params.pop(name)
+            self.estimators = [(n, replacement if n == name else model)
+                               for n, model in _named_items(self.estimators)]
+        nested = {}
+        for key in list(params):
+            head, sep, rest = key.partition("__")
+            if sep and head in names:
+                nested.setdefault(head, {})[rest] = params.pop(key)
+        for name, values in nested.items():
+            dict(_named_items(self.estimators))[name].set_params(**values)
+        super().set_params(**params)
+        return self

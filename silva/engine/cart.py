@@ -1,0 +1,148 @@
+"""CART growing: the bundles a binary tree is grown from, and the one call that grows it.
+
+Every CART tree in silva — a single :class:`~silva.decision_tree.DecisionTreeClassifier`
+or regressor, each tree of a forest, each round of AdaBoost over trees — is grown by
+:func:`grow_cart_tree` from three bundles:
+
+- :class:`BinnedData`: the training features binned once
+  (:class:`~silva.engine.binning.Binner`), which many trees may share;
+- :class:`GrowthRules`: the criterion and stopping rules, the same for every tree of an
+  ensemble;
+- :class:`TreeTask`: what is one tree's own: statistic channels, weights, the samples it
+  grows on and its seed.
+
+:func:`grow_cart_tree` is the only place that turns the bundles into the named tuples of
+the compiled :func:`silva.engine.grower.grow_tree`. It returns a :class:`GrownTree`:
+the :class:`~silva.engine.tree.Tree` and its *leaf samples*, the sample ids in the order
+the grower left them with each node's range into that order, which quantile regression
+forests (Meinshausen 2006) read.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from silva.engine.binning import Binner
+from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
+from silva.engine.tree import Tree
+
+
+@dataclass
+class BinnedData:
+    """Training features binned once (:class:`~silva.engine.binning.Binner`) for many trees."""
+
+    bin_codes: np.ndarray  # (n_features, n_samples), feature-major for histograms
+    codes_by_sample: np.ndarray  # (n_samples, n_features), for small nodes
+    n_value_bins: np.ndarray
+    is_categorical: np.ndarray  # uint8 per feature
+    missing_bin: int
+    bin_lower: np.ndarray
+    bin_upper: np.ndarray
+    n_words: int  # uint64 words per category bitset
+    n_categories: np.ndarray  # category codes per feature, 0 for numeric ones
+
+    @classmethod
+    def from_X(cls, X, is_categorical, max_bins):
+        binner = Binner(max_bins, is_categorical)
+        bin_codes = binner.fit_transform(X)
+        n_categories = np.where(is_categorical, binner.n_value_bins_, 0)
+        return cls(
+            bin_codes=bin_codes,
+            codes_by_sample=np.ascontiguousarray(bin_codes.T),
+            n_value_bins=binner.n_value_bins_,
+            is_categorical=np.asarray(is_categorical, dtype=np.uint8),
+            missing_bin=binner.missing_bin_,
+            bin_lower=binner.bin_lower_,
+            bin_upper=binner.bin_upper_,
+            n_words=max(1, (int(n_categories.max(initial=1)) + 63) // 64),
+            n_categories=n_categories,
+        )
+
+    @property
+    def n_features(self):
+        return self.bin_codes.shape[0]
+
+    def compiled(self):
+        """The :class:`~silva.engine.grower.CartData` the compiled grower reads."""
+        return CartData(self.bin_codes, self.codes_by_sample, self.n_value_bins,
+                        self.is_categorical, np.int64(self.missing_bin), self.bin_lower,
+                        self.bin_upper, np.int64(self.n_words))
+
+
+@dataclass
+class GrowthRules:
+    """The criterion and stopping rules of a tree (shared by every tree of a forest).
+
+    ``max_leaf_nodes <= 0`` means unlimited (depth-first growth); nodes of fewer than
+    ``histogram_min_samples`` samples search splits by sorting; parallel regions start
+    above ``parallel_min_work`` (samples x features); ``min_significance >= 1`` turns
+    the significance test off.
+    """
+
+    criterion: int
+    n_classes: int
+    n_values: int
+    max_depth: int
+    min_samples_split: int
+    min_samples_leaf: int
+    max_leaf_nodes: int
+    min_impurity_decrease: float
+    max_features: int
+    use_random: bool
+    histogram_min_samples: int
+    parallel_min_work: int
+    min_significance: float = 1.0
+
+
+@dataclass
+class TreeTask:
+    """One tree's inputs: statistic channels, targets, weights, samples, seed.
+
+    ``sample_indices`` are the int32 ids of the samples the tree grows on (those of
+    positive weight); ``y`` and ``weight`` are the raw targets and weights, which only
+    absolute_error reads.
+    """
+
+    stats: np.ndarray
+    y: np.ndarray
+    weight: np.ndarray
+    sample_indices: np.ndarray
+    min_weight_leaf: float
+    seed: np.uint64
+
+
+@dataclass
+class GrownTree:
+    """A grown tree and its leaf samples (see the module docstring)."""
+
+    tree: Tree
+    leaf_samples: np.ndarray  # sample ids, each node's samples contiguous
+    node_start: np.ndarray  # node i holds leaf_samples[node_start[i]:node_end[i]]
+    node_end: np.ndarray
+
+
+def grow_cart_tree(data, rules, task, parallel_min_work=None):
+    """Grow the tree of ``task`` on ``data`` under ``rules`` in one compiled call.
+
+    ``parallel_min_work`` overrides ``rules.parallel_min_work`` (a forest's worker
+    threads turn parallel regions off). ``task.sample_indices`` is left as it was.
+    """
+    if parallel_min_work is None:
+        parallel_min_work = rules.parallel_min_work
+    sample_indices = task.sample_indices.copy()
+    compiled_rules = cart_rules(
+        rules.criterion, rules.n_classes, rules.n_values, rules.max_depth,
+        rules.min_samples_split, rules.min_samples_leaf, task.min_weight_leaf,
+        rules.max_leaf_nodes, rules.min_impurity_decrease, rules.max_features,
+        rules.use_random, rules.histogram_min_samples, parallel_min_work,
+        rules.min_significance)
+    samples = CartSamples(task.stats, task.y, task.weight, sample_indices, task.seed)
+    # The grower releases the GIL, so that threads grow trees at once.
+    table, values, bitsets = compiled_grower(rules.criterion)(
+        data.compiled(), compiled_rules, samples)
+    tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
+                            data.n_categories)
+    # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them
+    # for every node.
+    return GrownTree(tree, sample_indices, table["start"].astype(np.int32),
+                     table["end"].astype(np.int32))
