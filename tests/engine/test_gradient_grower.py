@@ -1,6 +1,6 @@
 """The gradient grower's kernels against plain numpy: the stable partition of a node's
 sample indices, the node histogram (all four channels, or gradient and hessian only),
-and whole trees grown either way."""
+whole trees grown either way, and a grown tree's leaf values against its samples."""
 
 import numpy as np
 import pytest
@@ -9,6 +9,7 @@ from sklearn.datasets import make_regression
 from silva.boosting import GradientBoostingRegressor
 from silva.engine import losses
 
+from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
     GRADIENT_GROWER,
     add_leaf_values,
@@ -216,3 +217,20 @@ def test_add_leaf_values_adds_each_leafs_value_to_its_samples(n_positions, n_lea
         expected[sample_indices[first:last]] += values[row]
     np.testing.assert_array_equal(raw[:, 1], expected)
     assert not raw[:, 0].any()
+
+
+def test_gradient_tree_leaves_hold_their_newton_steps():
+    # Squared error, one tree, learning rate 1, no regularisation: a leaf's value is the
+    # Newton step -G/H = the mean residual of its samples from the initial constant.
+    X, y, _ = small_data(seed=2, n=200)
+    model = GradientBoostingRegressor(n_estimators=1, learning_rate=1.0, max_leaf_nodes=6,
+                                      min_samples_leaf=5, random_state=0).fit(X, y)
+    tree = model.estimators_[0][0]
+    members = check_nodes_hold_their_samples(tree, X, np.ones(X.shape[0]))
+    assert tree.n_leaves == 6
+    residual = y - model.init_raw_[0]
+    for leaf in np.flatnonzero(tree.children_left == -1):
+        rows = members[:, leaf]
+        assert rows.sum() >= 5
+        np.testing.assert_allclose(tree.value[leaf, 0, 0], residual[rows].mean(),
+                                   rtol=1e-9, atol=1e-12)

@@ -10,8 +10,8 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, make_classificat
 
 import silva.decision_tree as dt
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
-from silva.boosting import GradientBoostingRegressor
 
+from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import CART_FIELDS, LEAF, UNDEFINED, cart_field, cart_tree, grow_cart_tree
 
 # ------------------------------------------------------------- grow_tree directly
@@ -141,48 +141,12 @@ def test_grow_tree_output_is_consistent():
 
 # ------------------------------------------- grown trees against their samples, in numpy
 
-def _node_members(tree, X):
-    """(n_rows, node_count) bool: the nodes each row passes through."""
-    return tree.decision_path(X).toarray().astype(bool)
-
-
-def _check_nodes_hold_their_samples(tree, X, weights):
-    """Every node holds exactly the training rows routed to it: counts and weights add
-    up to the parent's, and each numeric threshold separates the values of the two
-    children's rows."""
-    members = _node_members(tree, X)
-    np.testing.assert_array_equal(members.sum(axis=0), tree.n_node_samples)
-    np.testing.assert_allclose(weights @ members, tree.weighted_n_node_samples, rtol=1e-12)
-    internal = np.flatnonzero(tree.children_left != -1)
-    assert tree.node_count == 2 * internal.size + 1
-    for node in internal:
-        left, right = tree.children_left[node], tree.children_right[node]
-        assert tree.n_node_samples[left] + tree.n_node_samples[right] == \
-            tree.n_node_samples[node]
-        if not tree.is_categorical[node]:
-            x = X[:, tree.feature[node]]
-            present = ~np.isnan(x)
-            assert np.all(x[members[:, left] & present] <= tree.threshold[node])
-            assert np.all(x[members[:, right] & present] > tree.threshold[node])
-    return members
-
-
-def _small_data(seed=0, n=120):
-    rng = np.random.default_rng(seed)
-    X = np.column_stack([np.round(rng.normal(size=n), 1), rng.normal(size=n),
-                         rng.integers(0, 4, n).astype(float)])
-    X[rng.random(n) < 0.1, 1] = np.nan
-    weights = rng.integers(1, 4, n).astype(float)
-    signal = X[:, 0] + np.nan_to_num(X[:, 1]) + (X[:, 2] == 2) + rng.normal(size=n) * 0.3
-    return X, signal, weights
-
-
 def test_classifier_leaves_hold_their_class_frequencies():
-    X, signal, weights = _small_data()
+    X, signal, weights = small_data()
     y = np.digitize(signal, [-0.5, 0.7])
     model = DecisionTreeClassifier(max_depth=4, categorical_features=[2], random_state=0)
     tree = model.fit(X, y, sample_weight=weights).tree_
-    members = _check_nodes_hold_their_samples(tree, X, weights)
+    members = check_nodes_hold_their_samples(tree, X, weights)
     for node in range(tree.node_count):
         rows = members[:, node]
         frequencies = np.bincount(y[rows], weights=weights[rows], minlength=3)
@@ -191,33 +155,16 @@ def test_classifier_leaves_hold_their_class_frequencies():
 
 
 def test_regressor_leaves_hold_their_means():
-    X, y, weights = _small_data(seed=1)
+    X, y, weights = small_data(seed=1)
     model = DecisionTreeRegressor(max_leaf_nodes=9, categorical_features=[2],
                                   random_state=0)
     tree = model.fit(X, y, sample_weight=weights).tree_
-    members = _check_nodes_hold_their_samples(tree, X, weights)
+    members = check_nodes_hold_their_samples(tree, X, weights)
     assert tree.n_leaves == 9
     for node in range(tree.node_count):
         rows = members[:, node]
         np.testing.assert_allclose(tree.value[node, 0, 0],
                                    np.average(y[rows], weights=weights[rows]), rtol=1e-9)
-
-
-def test_gradient_tree_leaves_hold_their_newton_steps():
-    # Squared error, one tree, learning rate 1, no regularisation: a leaf's value is the
-    # Newton step -G/H = the mean residual of its samples from the initial constant.
-    X, y, _ = _small_data(seed=2, n=200)
-    model = GradientBoostingRegressor(n_estimators=1, learning_rate=1.0, max_leaf_nodes=6,
-                                      min_samples_leaf=5, random_state=0).fit(X, y)
-    tree = model.estimators_[0][0]
-    members = _check_nodes_hold_their_samples(tree, X, np.ones(X.shape[0]))
-    assert tree.n_leaves == 6
-    residual = y - model.init_raw_[0]
-    for leaf in np.flatnonzero(tree.children_left == -1):
-        rows = members[:, leaf]
-        assert rows.sum() >= 5
-        np.testing.assert_allclose(tree.value[leaf, 0, 0], residual[rows].mean(),
-                                   rtol=1e-9, atol=1e-12)
 
 
 # ----------------------------------------------------------------------- threads
