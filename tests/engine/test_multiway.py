@@ -1,8 +1,12 @@
-"""ID3's and C4.5's split scores against the textbook values of Quinlan's weather data
-(Quinlan 1986, table 1; Quinlan 1993, sec. 2.2 and 3.1) and a numpy reference."""
+"""The multiway kernels: ID3's and C4.5's split scores against the textbook values of
+Quinlan's weather data (Quinlan 1986, table 1; Quinlan 1993, sec. 2.2 and 3.1) and a
+numpy reference; C4.5's binomial error limit; the branches x classes chi-square test
+against scipy."""
 
 import numpy as np
 import pytest
+from scipy.stats import binom, chi2_contingency
+from sklearn.datasets import make_classification
 
 from silva.engine import multiway as mw
 
@@ -62,7 +66,7 @@ def test_id3_gains_of_play_tennis():
     np.testing.assert_allclose(weighted, gains, rtol=1e-12)
 
 
-def _c45(X, y, is_categorical, weights=None, min_objects=2.0):
+def _c45(X, y, is_categorical, weights=None, min_objects=2.0, parallel_min_work=10**9):
     n_features = X.shape[1]
     grids = [np.unique(X[~np.isnan(X[:, f]), f]) for f in range(n_features)]
     n_grid = np.array([g.size for g in grids], dtype=np.int64)
@@ -75,7 +79,7 @@ def _c45(X, y, is_categorical, weights=None, min_objects=2.0):
     return mw.c45_evaluate(X, np.arange(X.shape[0], dtype=np.int64), weights, y, 2,
                            np.asarray(is_categorical, dtype=np.uint8), n_values,
                            np.ones(n_features, dtype=np.uint8), min_objects, grid, n_grid,
-                           10**9)
+                           parallel_min_work)
 
 
 def test_c45_gain_ratio_of_outlook():
@@ -133,3 +137,48 @@ def test_c45_threshold_of_a_continuous_feature_is_the_best_cut():
     # in later releases; this one reports the plain gain.
     assert gain[0] == pytest.approx(best, abs=1e-9)
     assert split_info[0] == pytest.approx(_entropy(left.astype(int)), abs=1e-9)
+
+
+# ------------------------------------------------------------------ C4.5 pruning and CHAID
+
+def test_binomial_upper_limit_matches_quinlan():
+    # Quinlan (1993, sec. 4.2): U_25%(0, 6) = 0.206, U_25%(0, 9) = 0.143, U_25%(0, 1) = 0.75.
+    values = mw.binomial_upper_limit([0, 0, 0], [6, 9, 1], 0.25)
+    assert np.round(values, 3).tolist() == [0.206, 0.143, 0.75]
+    # The limit is the rate p with P(X <= E | N, p) = CF, exactly.
+    p = mw.binomial_upper_limit([1, 3], [16, 20], 0.25)
+    assert binom.cdf([1, 3], [16, 20], p) == pytest.approx([0.25, 0.25])
+    # Quinlan's U_25%(1, 16) = 0.157 comes from his program's normal approximation.
+    assert p[0] == pytest.approx(0.157, abs=0.003)
+
+
+@pytest.mark.parametrize("table", [
+    [[2, 3], [4, 0], [3, 2]],                 # play-tennis outlook
+    [[10, 2, 0], [3, 9, 1], [0, 0, 0], [4, 4, 12]],  # an empty branch
+    [[2, 0, 0], [5 / 13, 3, 0]],              # fractional weights, an absent class
+    [[40, 38], [41, 39]],                     # close to independence
+    [[200, 0], [0, 300]],                     # far from it: tiny p-value
+])
+def test_contingency_chi2_matches_scipy(table):
+    statistic, df, p_value = mw.contingency_chi2(np.asarray(table, dtype=float))
+    full = np.asarray(table, dtype=float)
+    reduced = full[full.sum(axis=1) > 0][:, full.sum(axis=0) > 0]
+    reference = chi2_contingency(reduced, correction=False)
+    assert statistic == pytest.approx(reference.statistic, rel=1e-12)
+    assert df == reference.dof
+    assert p_value == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_contingency_chi2_without_anything_to_test():
+    for table in ([[3.0, 0.0], [5.0, 0.0]], [[0.0, 0.0], [2.0, 7.0]], [[0.0]]):
+        assert mw.contingency_chi2(np.asarray(table)) == (0.0, 0, 1.0)
+
+
+def test_c45_parallel_and_serial_feature_search_agree():
+    X, y = make_classification(n_samples=400, n_features=12, random_state=3)
+    X[::7, 2] = np.nan
+    serial = _c45(X, y.astype(np.int64), [False] * 12, parallel_min_work=10**9)
+    parallel = _c45(X, y.astype(np.int64), [False] * 12, parallel_min_work=0)
+    for a, b in zip(serial, parallel, strict=True):
+        assert np.array_equal(a, b)
+    assert np.isfinite(serial[0]).all()
