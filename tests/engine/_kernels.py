@@ -10,6 +10,7 @@ import inspect
 
 import numpy as np
 
+import silva.decision_tree
 from silva.engine import criteria, gradient_grower, grower
 from silva.engine.binning import Binner
 from silva.engine.gradient_splitting import N_PARAMS, find_best_split
@@ -79,6 +80,18 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
     unknown = [name for name in names if name not in available]
     assert not unknown, f"grow_tree has new parameters {unknown}: update grow_cart_tree"
     return grower.compiled_grower(code)(*[available[name] for name in names])
+
+
+def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
+                             parallel_min_work=None):
+    """Make the decision trees fitted in this test switch from summing a node's rows to
+    reading a histogram at ``histogram_min_samples`` samples, and to parallel regions at
+    ``parallel_min_work`` (samples x features); None keeps a threshold as it is."""
+    if histogram_min_samples is not None:
+        monkeypatch.setattr(silva.decision_tree, "HISTOGRAM_MIN_SAMPLES",
+                            histogram_min_samples)
+    if parallel_min_work is not None:
+        monkeypatch.setattr(silva.decision_tree, "PARALLEL_MIN_WORK", parallel_min_work)
 
 
 def cart_field(table, name):

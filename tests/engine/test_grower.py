@@ -8,11 +8,18 @@ import scipy.sparse
 from _compare import compare_trees
 from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification
 
-import silva.decision_tree as dt
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ._fitted import check_nodes_hold_their_samples, small_data
-from ._kernels import CART_FIELDS, LEAF, UNDEFINED, cart_field, cart_tree, grow_cart_tree
+from ._kernels import (
+    CART_FIELDS,
+    LEAF,
+    UNDEFINED,
+    cart_field,
+    cart_tree,
+    grow_cart_tree,
+    set_tree_size_thresholds,
+)
 
 # ------------------------------------------------------------- grow_tree directly
 
@@ -191,7 +198,7 @@ def test_same_tree_for_any_number_of_threads(model_class, params, thread_count, 
     if model_class is DecisionTreeRegressor:
         y = np.nan_to_num(X[:, 0]) + 0.1 * np.random.RandomState(0).randn(y.shape[0])
     # parallel regions everywhere, whatever the node size
-    monkeypatch.setattr(dt, "PARALLEL_MIN_WORK", 0)
+    set_tree_size_thresholds(monkeypatch, parallel_min_work=0)
     trees = []
     for n_threads in (1, 2, 1):
         numba.set_num_threads(n_threads)
@@ -207,8 +214,7 @@ def test_same_tree_for_any_number_of_threads(model_class, params, thread_count, 
 def test_monkeypatched_thresholds_change_nothing(monkeypatch):
     X, y = load_breast_cancer(return_X_y=True)
     reference = DecisionTreeClassifier(random_state=0, max_features=10).fit(X, y).tree_
-    monkeypatch.setattr(dt, "PARALLEL_MIN_WORK", 0)
-    monkeypatch.setattr(dt, "HISTOGRAM_MIN_SAMPLES", 0)
+    set_tree_size_thresholds(monkeypatch, histogram_min_samples=0, parallel_min_work=0)
     patched = DecisionTreeClassifier(random_state=0, max_features=10).fit(X, y).tree_
     np.testing.assert_array_equal(reference.feature, patched.feature)
     np.testing.assert_array_equal(reference.threshold, patched.threshold)

@@ -12,6 +12,13 @@ import pytest
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
 
+from ._kernels import set_tree_size_thresholds
+
+# The split search's three ways to a node's per-bin sums, chosen by node size: summed
+# from the node's rows, compacted from a dense histogram, or that with features scanned
+# in parallel. Forced here through the tree's size thresholds.
+PATHS = {"rows": (10**9, 10**12), "histogram": (0, 10**12), "parallel_histogram": (0, 0)}
+
 
 def _impurity(criterion, y, w):
     """The node impurity of the samples ``y`` with weights ``w``, in numpy."""
@@ -103,12 +110,16 @@ CASES += [("absolute_error", seed, missing, False) for seed, missing in ((5, Fal
                                                                          (6, True))]
 
 
+@pytest.mark.parametrize("path", sorted(PATHS))
 @pytest.mark.parametrize(("criterion", "seed", "with_missing", "with_categorical"), CASES)
 def test_root_split_reaches_the_brute_force_best(criterion, seed, with_missing,
-                                                 with_categorical):
+                                                 with_categorical, path, monkeypatch):
     X, y, weights, categorical = _data(seed, criterion, with_missing, with_categorical)
     if with_categorical and criterion in ("gini", "entropy") and np.unique(y).size > 2:
         pytest.skip("with more than two classes the category ordering is a heuristic")
+    histogram_min_samples, parallel_min_work = PATHS[path]
+    set_tree_size_thresholds(monkeypatch, histogram_min_samples=histogram_min_samples,
+                             parallel_min_work=parallel_min_work)
     model_class = DecisionTreeClassifier if criterion in ("gini", "entropy") else \
         DecisionTreeRegressor
     model = model_class(criterion=criterion, max_depth=1, random_state=0,
