@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import beta, binom, chi2_contingency
+from scipy.stats import beta, chi2_contingency
 from sklearn.datasets import load_breast_cancer, make_classification
 from sklearn.model_selection import train_test_split
 from sklearn.tree import DecisionTreeClassifier as SkTree
@@ -21,7 +21,6 @@ from sklearn.utils.estimator_checks import (
 from silva import classic
 from silva.classic import C45Classifier, ID3Classifier
 from silva.criteria import gain_ratio, information_gain, tree_generalization_bound
-from silva.engine.multiway import binomial_upper_limit, contingency_chi2
 from silva.export import export_text
 
 OUTLOOK = ("sunny sunny overcast rain rain rain overcast sunny sunny rain sunny overcast "
@@ -262,17 +261,6 @@ def test_c45_missing_values_keep_the_true_split():
     assert proba[1] == pytest.approx(share_high, abs=0.02)
 
 
-def test_binomial_upper_limit_matches_quinlan():
-    # Quinlan (1993, sec. 4.2): U_25%(0, 6) = 0.206, U_25%(0, 9) = 0.143, U_25%(0, 1) = 0.75.
-    values = binomial_upper_limit([0, 0, 0], [6, 9, 1], 0.25)
-    assert np.round(values, 3).tolist() == [0.206, 0.143, 0.75]
-    # The limit is the rate p with P(X <= E | N, p) = CF, exactly.
-    p = binomial_upper_limit([1, 3], [16, 20], 0.25)
-    assert binom.cdf([1, 3], [16, 20], p) == pytest.approx([0.25, 0.25])
-    # Quinlan's U_25%(1, 16) = 0.157 comes from his program's normal approximation.
-    assert p[0] == pytest.approx(0.157, abs=0.003)
-
-
 def test_pruning_shrinks_noisy_trees_without_hurting_accuracy():
     X, y = make_classification(n_samples=1200, n_features=8, n_informative=3,
                                flip_y=0.2, random_state=0)
@@ -404,23 +392,6 @@ def test_c45_sample_weight_equivalence_without_count_limits():
         "C45Classifier", C45Classifier(confidence=1.0, min_samples_leaf=1e-3))
 
 
-def test_c45_parallel_and_serial_feature_search_agree():
-    from silva.engine.multiway import c45_evaluate
-
-    X, y = make_classification(n_samples=400, n_features=12, random_state=3)
-    X[::7, 2] = np.nan
-    model = C45Classifier().fit(X, y)
-    grid, n_grid = model._grid
-    args = (X, np.arange(400, dtype=np.int64), np.ones(400), y.astype(np.int64), 2,
-            np.zeros(12, dtype=np.uint8), np.zeros(12, dtype=np.int64),
-            np.ones(12, dtype=np.uint8), 2.0, grid, n_grid)
-    serial = c45_evaluate(*args, 10**9)
-    parallel = c45_evaluate(*args, 0)
-    for a, b in zip(serial, parallel, strict=True):
-        assert np.array_equal(a, b)
-    assert np.isfinite(serial[0]).all()
-
-
 # --------------------------------------------------------------------------------------
 # Significance stopping (min_significance, Kass 1980)
 # --------------------------------------------------------------------------------------
@@ -433,28 +404,6 @@ def scipy_p_value(table):
     if min(table.shape) < 2:
         return 1.0
     return chi2_contingency(table, correction=False).pvalue
-
-
-@pytest.mark.parametrize("table", [
-    [[2, 3], [4, 0], [3, 2]],                 # play-tennis outlook
-    [[10, 2, 0], [3, 9, 1], [0, 0, 0], [4, 4, 12]],  # an empty branch
-    [[2, 0, 0], [5 / 13, 3, 0]],              # fractional weights, an absent class
-    [[40, 38], [41, 39]],                     # close to independence
-    [[200, 0], [0, 300]],                     # far from it: tiny p-value
-])
-def test_contingency_chi2_matches_scipy(table):
-    statistic, df, p_value = contingency_chi2(np.asarray(table, dtype=float))
-    full = np.asarray(table, dtype=float)
-    reduced = full[full.sum(axis=1) > 0][:, full.sum(axis=0) > 0]
-    reference = chi2_contingency(reduced, correction=False)
-    assert statistic == pytest.approx(reference.statistic, rel=1e-12)
-    assert df == reference.dof
-    assert p_value == pytest.approx(reference.pvalue, rel=1e-9, abs=1e-300)
-
-
-def test_contingency_chi2_without_anything_to_test():
-    for table in ([[3.0, 0.0], [5.0, 0.0]], [[0.0, 0.0], [2.0, 7.0]], [[0.0]]):
-        assert contingency_chi2(np.asarray(table)) == (0.0, 0, 1.0)
 
 
 def test_id3_tests_its_chosen_split_with_scipys_p_value():

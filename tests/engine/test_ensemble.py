@@ -157,3 +157,23 @@ def test_forest_importances_are_the_mean_of_its_trees():
     expected = np.mean(per_tree, axis=0)
     np.testing.assert_allclose(forest.feature_importances_, expected / expected.sum(),
                                rtol=1e-12)
+
+
+@pytest.mark.parametrize("n_rows", [7, 600, 5000])
+def test_packed_prediction_is_the_weighted_sum_of_each_trees_own(n_rows):
+    # The reference: each Tree's own kernel, one tree at a time, added in tree order into
+    # its output columns; trees 1 and 3 write to columns 2-3, with uneven weights.
+    X, trees = _trees()
+    rows = np.random.RandomState(n_rows).randint(0, X.shape[0], n_rows)
+    X = X[rows]
+    weights = np.array([1.0, 0.5, 2.0, 0.25])
+    columns = np.array([0, 2, 0, 2])
+    packed = PackedTrees(trees, tree_weight=weights, output_column=columns)
+    np.testing.assert_array_equal(packed.apply(X),
+                                  np.column_stack([tree.apply(X) for tree in trees]))
+    for first, last in ((0, 4), (1, 3)):
+        expected = np.zeros((n_rows, 4))
+        for t in range(first, last):
+            values = trees[t].predict(X)[:, 0]
+            expected[:, columns[t]:columns[t] + 2] += weights[t] * values
+        np.testing.assert_array_equal(packed.predict(X, tree_range=(first, last)), expected)

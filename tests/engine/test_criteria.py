@@ -302,3 +302,39 @@ def test_absolute_error_split_hand_worked():
     assert tree.value[right, 0, 0] == pytest.approx(51.0)
     assert tree.impurity[left] == pytest.approx(5 / 3)
     assert tree.impurity[right] == pytest.approx(8 / 3)
+
+
+# Each proxy, and the criterion whose improvement it ranks.
+PROXIES = [("gini", "gini_proxy", 3), ("entropy", "entropy_proxy", 3),
+           ("misclassification", "misclassification_proxy", 3),
+           ("squared_error", "variance_proxy", 1), ("poisson", "poisson_proxy", 1)]
+
+
+@pytest.mark.parametrize(("criterion", "proxy_name", "n_classes"), PROXIES)
+def test_proxy_is_an_increasing_affine_function_of_the_improvement(criterion, proxy_name,
+                                                                   n_classes):
+    # For a fixed parent, w_L i_L + w_R i_R is affine in the proxy (scikit-learn's proxy
+    # impurity improvement), so ranking candidates by the proxy ranks them by the
+    # improvement the tree reports.
+    rng = np.random.default_rng(0)
+    n_samples = 60
+    code = {**criteria.CLASSIFICATION_CRITERIA, **criteria.REGRESSION_CRITERIA}[criterion]
+    y = (rng.integers(0, n_classes, n_samples) if n_classes > 1
+         else rng.poisson(3.0, n_samples).astype(float) + 0.5)
+    stats = criteria.build_statistics(code, y, rng.integers(1, 4, n_samples) * 1.0,
+                                      n_classes)
+    parent = stats.sum(axis=0)
+    parent_impurity = criteria.impurity(code, parent)
+    proxy = getattr(criteria, proxy_name)
+    proxies, improvements = [], []
+    for _ in range(40):
+        left = stats[rng.random(n_samples) < rng.uniform(0.2, 0.8)].sum(axis=0)
+        right = parent - left
+        proxies.append(proxy(left, parent, 0.0))
+        improvements.append(criteria.improvement(code, parent, left, right,
+                                                 parent_impurity, parent[0])[0])
+    proxies, improvements = np.array(proxies), np.array(improvements)
+    slope, intercept = np.polyfit(improvements, proxies, 1)
+    assert slope > 0
+    np.testing.assert_allclose(slope * improvements + intercept, proxies, rtol=1e-9,
+                               atol=1e-9 * np.abs(proxies).max())

@@ -1,16 +1,26 @@
 """The gradient grower's kernels against plain numpy: the stable partition of a node's
 sample indices, the node histogram (all four channels, or gradient and hessian only),
-and whole trees grown either way."""
+whole trees grown either way, and a grown tree's leaf values against its samples."""
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_regression
 
 from silva.boosting import GradientBoostingRegressor
-from silva.engine import gradient_grower as gg
 from silva.engine import losses
 
-# 64 bins, which the histograms pad to 65 (see gg.padded_bins).
+from ._fitted import check_nodes_hold_their_samples, small_data
+from ._kernels import (
+    GRADIENT_GROWER,
+    add_leaf_values,
+    gradient_leaf_table,
+    gradient_node_histogram,
+    make_gradient_workspace,
+    partition,
+    split_block,
+)
+
+# 64 bins, which the histograms pad to 65 (see padded_bins).
 MISSING_BIN = 63
 
 
@@ -20,7 +30,7 @@ def _workspace(n_samples, n_features, seed, unit_hessian=False):
     ``unit_hessian`` the weights are ones too (what two-lane passes require)."""
     rng = np.random.default_rng(seed)
     bin_codes = rng.integers(0, MISSING_BIN + 1, size=(n_features, n_samples)).astype(np.uint8)
-    workspace = gg.make_workspace(bin_codes, MISSING_BIN + 1)
+    workspace = make_gradient_workspace(bin_codes=bin_codes, n_bins=MISSING_BIN + 1)
     gradient = rng.normal(size=(n_samples, 1))
     hessian = np.ones((n_samples, 1)) if unit_hessian else rng.random((n_samples, 1))
     weight = rng.integers(1, 4, n_samples).astype(np.float64)
@@ -38,7 +48,7 @@ def _node(n_samples, node_size, seed):
 @pytest.mark.parametrize("split", ["numeric", "missing_left", "categorical"])
 def test_partition_is_numpys_stable_partition(n_samples, node_size, split):
     workspace, bin_codes, *_ = _workspace(n_samples, 3, seed=node_size)
-    work_index = workspace[2]
+    work_index = workspace["work_index"]
     node = _node(n_samples, node_size, seed=1)
     start = 17  # a node that does not begin at 0
     half = 1
@@ -53,9 +63,11 @@ def test_partition_is_numpys_stable_partition(n_samples, node_size, split):
     else:
         goes_left = codes <= 12
         goes_left[codes == MISSING_BIN] = split == "missing_left"
-    n_left = gg._partition(
-        bin_codes[1], work_index, half, start, start + node_size, MISSING_BIN, 12,
-        split == "missing_left", split == "categorical", bitset)
+    n_left = partition(
+        column=bin_codes[1], work_index=work_index, half=half, start=start,
+        end=start + node_size, missing_bin=MISSING_BIN, split_bin=12,
+        missing_left=split == "missing_left", categorical=split == "categorical",
+        bitset=bitset)
     assert n_left == goes_left.sum()
     expected = np.concatenate([node[goes_left], node[~goes_left]])
     np.testing.assert_array_equal(work_index[1 - half, start:start + node_size], expected)
@@ -67,12 +79,10 @@ def test_split_block_with_and_without_sixteen_lanes(monkeypatch, sixteen_lanes,
                                                     missing_left):
     # The compiled block split (16 samples a step on this CPU), and the scalar loop
     # alone, which is what CPUs without AVX-512 run: as plain Python with the step off.
-    if sixteen_lanes and not gg.SIXTEEN_LANE_SPLIT:
+    if sixteen_lanes and not GRADIENT_GROWER.SIXTEEN_LANE_SPLIT:
         pytest.skip("this CPU has no AVX-512")
-    split_block = gg._split_block
     if not sixteen_lanes:
-        monkeypatch.setattr(gg, "SIXTEEN_LANE_SPLIT", False)
-        split_block = gg._split_block.py_func
+        monkeypatch.setattr(GRADIENT_GROWER, "SIXTEEN_LANE_SPLIT", False)
     _, bin_codes, *_ = _workspace(600, 2, seed=5)
     node = _node(600, 250, seed=3)
     first, last = 7, 7 + node.size
@@ -80,8 +90,9 @@ def test_split_block_with_and_without_sixteen_lanes(monkeypatch, sixteen_lanes,
     index_from[first:last] = node
     index_to = np.zeros(300, dtype=np.int32)
     n_left = split_block(
-        bin_codes[0], index_from, index_to, first, last, np.int64(MISSING_BIN),
-        np.int64(20), np.int64(missing_left), False, np.zeros(1, dtype=np.uint64))
+        column=bin_codes[0], index_from=index_from, index_to=index_to, first=first,
+        last=last, missing_bin=MISSING_BIN, split_bin=20, missing_left=missing_left,
+        compiled=sixteen_lanes)
     codes = bin_codes[0, node]
     goes_left = np.where(codes == MISSING_BIN, missing_left, codes <= 20)
     assert n_left == goes_left.sum()
@@ -109,7 +120,9 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
     workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
                                                   unit_hessian=two_lanes)
     gradient, hessian, _, weight, _ = statistics
-    codes, stats, work_index, histograms, _ = workspace
+    stats = workspace["stats"]
+    work_index = workspace["work_index"]
+    histograms = workspace["histograms"]
     channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
                                 weight * hessian[:, 0], weight])
     if fill:
@@ -118,19 +131,22 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
     else:
         # As a root's pass leaves them.
         work_index[0] = np.arange(n_samples, dtype=np.int32)
-        gg.node_histogram(histograms[1], histograms[2], histograms[5:], codes,
-                          work_index[0], stats, 0, n_samples, n_features, False, False,
-                          False, statistics, True)
+        gradient_node_histogram(
+            workspace=workspace, hist=histograms[1], parent=histograms[2],
+            index=work_index[0], start=0, end=n_samples, n_features=n_features,
+            subtract=False, serial=False, two_lanes=False, statistics=statistics, fill=True)
         np.testing.assert_array_equal(stats[:, -4:], channels)
     node = _node(n_samples, node_size, seed=2)
     work_index[0, :node_size] = node
     hist = histograms[0]
     parent = np.random.default_rng(0).normal(size=hist.shape)
     parent_before = parent.copy()
-    gg.node_histogram(hist, parent, histograms[5:], codes, work_index[0], stats, 0,
-                      node_size, n_features, True, serial, two_lanes, statistics, fill)
+    gradient_node_histogram(
+        workspace=workspace, hist=hist, parent=parent, index=work_index[0], start=0,
+        end=node_size, n_features=n_features, subtract=True, serial=serial,
+        two_lanes=two_lanes, statistics=statistics, fill=fill)
     expected = _reference_histogram(bin_codes, node, channels.T)
-    assert hist.shape[1] == gg.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
+    assert hist.shape[1] == GRADIENT_GROWER.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
     np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
     assert not hist[:, MISSING_BIN + 1:].any()
     if two_lanes:
@@ -143,7 +159,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
 
 def test_padded_bins_keep_feature_histograms_off_4k_multiples():
     for n_bins in range(1, 3000):
-        padded = gg.padded_bins(n_bins)
+        padded = GRADIENT_GROWER.padded_bins(n_bins)
         assert n_bins <= padded <= n_bins + 10
         # Odd, so 32- and 16-byte entries both give a stride off every 4 KiB multiple.
         assert padded % 2 == 1 and 5 <= padded % 128 <= 123
@@ -168,9 +184,9 @@ def test_pool_size_does_not_change_the_trees(monkeypatch):
     X, y = make_regression(20_000, 6, noise=5.0, random_state=0)
     X[::9, 1] = np.nan
     params = dict(n_estimators=5, max_leaf_nodes=40, min_samples_leaf=5, random_state=0)
-    assert gg.pool_slots_for(40, 6, 256) == 41
+    assert GRADIENT_GROWER.pool_slots_for(40, 6, 256) == 41
     large = GradientBoostingRegressor(**params).fit(X, y)
-    monkeypatch.setattr(gg, "pool_slots_for", lambda *args: 4)
+    monkeypatch.setattr(GRADIENT_GROWER, "pool_slots_for", lambda *args: 4)
     small = GradientBoostingRegressor(**params).fit(X, y)
     assert max(tree[0].n_leaves for tree in small.estimators_) == 40
     for tree_large, tree_small in zip(large.estimators_, small.estimators_, strict=True):
@@ -188,17 +204,33 @@ def test_add_leaf_values_adds_each_leafs_value_to_its_samples(n_positions, n_lea
     sample_indices = rng.permutation(sample_indices).astype(np.int32)
     cuts = np.sort(rng.choice(np.arange(1, n_positions), n_leaves - 1, replace=False))
     bounds = np.concatenate([[0], cuts, [n_positions]])
-    table = np.zeros((2 * n_leaves + 3, gg.N_COLUMNS))
-    rows = rng.permutation(table.shape[0])[:n_leaves]
-    table[:, gg.LEFT] = 1.0  # internal nodes
-    table[rows, gg.LEFT] = gg.LEAF
-    table[rows, gg.START] = bounds[:-1]
-    table[rows, gg.END] = bounds[1:]
-    values = rng.normal(size=table.shape[0])
+    n_rows = 2 * n_leaves + 3
+    rows = rng.permutation(n_rows)[:n_leaves]
+    table = gradient_leaf_table(n_rows=n_rows, leaf_rows=rows, starts=bounds[:-1],
+                                ends=bounds[1:])
+    values = rng.normal(size=n_rows)
     raw = np.zeros((n_samples, 2), order="F")
-    gg.add_leaf_values(raw, 1, sample_indices, table, values)
+    add_leaf_values(raw=raw, column=1, sample_indices=sample_indices, table=table,
+                    leaf_values=values)
     expected = np.zeros(n_samples)
     for row, first, last in zip(rows, bounds[:-1], bounds[1:], strict=True):
         expected[sample_indices[first:last]] += values[row]
     np.testing.assert_array_equal(raw[:, 1], expected)
     assert not raw[:, 0].any()
+
+
+def test_gradient_tree_leaves_hold_their_newton_steps():
+    # Squared error, one tree, learning rate 1, no regularisation: a leaf's value is the
+    # Newton step -G/H = the mean residual of its samples from the initial constant.
+    X, y, _ = small_data(seed=2, n=200)
+    model = GradientBoostingRegressor(n_estimators=1, learning_rate=1.0, max_leaf_nodes=6,
+                                      min_samples_leaf=5, random_state=0).fit(X, y)
+    tree = model.estimators_[0][0]
+    members = check_nodes_hold_their_samples(tree, X, np.ones(X.shape[0]))
+    assert tree.n_leaves == 6
+    residual = y - model.init_raw_[0]
+    for leaf in np.flatnonzero(tree.children_left == -1):
+        rows = members[:, leaf]
+        assert rows.sum() >= 5
+        np.testing.assert_allclose(tree.value[leaf, 0, 0], residual[rows].mean(),
+                                   rtol=1e-9, atol=1e-12)

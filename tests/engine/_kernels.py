@@ -1,0 +1,218 @@
+"""The one place where the engine tests call the growers' and split searches' kernels.
+
+The growers, split searches and node tables are being reshaped (issue 19); each wrapper
+here takes named arguments and hides one kernel's positional signature, so that a
+signature change is fixed in this file alone. Tests never index a node table or call
+these kernels themselves.
+"""
+
+import inspect
+
+import numpy as np
+
+import silva.decision_tree
+from silva.engine import criteria, gradient_grower, grower
+from silva.engine.binning import Binner
+from silva.engine.gradient_splitting import N_PARAMS, find_best_split
+from silva.engine.gradient_splitting import scan_numeric as _gradient_scan_numeric
+from silva.engine.histogram import build_histogram, subtract_histogram
+from silva.engine.random import seed_from_random_state
+from silva.engine.tree import Tree
+
+# The gradient grower module itself, for tests that switch one of its knobs
+# (SIXTEEN_LANE_SPLIT, pool_slots_for) with monkeypatch.
+GRADIENT_GROWER = gradient_grower
+
+# ------------------------------------------------------------------ CART grower
+
+# The node-table fields the CART grower fills for every node.
+CART_FIELDS = ("LEFT", "RIGHT", "FEATURE", "THRESHOLD", "MISSING_LEFT", "IS_CATEGORICAL",
+               "IMPURITY", "N_SAMPLES", "WEIGHTED_N", "DEPTH", "START", "END")
+LEAF = grower.LEAF
+UNDEFINED = grower.UNDEFINED
+
+
+def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255,
+                   histogram_min_samples, parallel_min_work, max_features=None,
+                   splitter="best", random_state=0, max_depth=2**31 - 1, max_leaf_nodes=0,
+                   min_samples_leaf=1, center=False, min_significance=1.0):
+    """Grow one CART tree as ``DecisionTreeClassifier/Regressor`` does, with the node-size
+    thresholds of the split search (``histogram_min_samples``, ``parallel_min_work``)
+    chosen by the caller. Returns the grower's ``(table, values, bitsets)``.
+
+    ``center`` subtracts the mean of y as the regressor does for squared errors (off by
+    default: integer targets then keep every sum exact).
+    """
+    n_samples, n_features = X.shape
+    is_categorical = np.zeros(n_features, bool) if categorical is None else categorical
+    weights = np.ones(n_samples) if weights is None else weights
+    code = {**criteria.CLASSIFICATION_CRITERIA, **criteria.REGRESSION_CRITERIA}[criterion]
+    if criteria.is_classification(code):
+        classes, y_model = np.unique(y, return_inverse=True)
+        n_classes = classes.size
+        n_values = n_classes
+    else:
+        y_model = y - np.average(y, weights=weights) if center else y
+        n_classes, n_values = 1, 1
+    binner = Binner(max_bins, is_categorical)
+    bin_codes = binner.fit_transform(X)
+    n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
+    available = dict(
+        bin_codes=bin_codes,
+        codes_by_sample=np.ascontiguousarray(bin_codes.T),
+        stats=criteria.build_statistics(code, y_model, weights, n_classes),
+        y=np.asarray(y_model, dtype=np.float64), weight=weights,
+        sample_indices=np.arange(n_samples, dtype=np.int32),
+        n_value_bins=binner.n_value_bins_, is_categorical=is_categorical.astype(np.uint8),
+        missing_bin=binner.missing_bin_, bin_thresholds=binner.bin_thresholds_,
+        bin_lower=binner.bin_lower_, bin_upper=binner.bin_upper_, criterion=code,
+        n_classes=n_classes, n_values=n_values, max_depth=max_depth, min_samples_split=2,
+        min_samples_leaf=min_samples_leaf, min_weight_leaf=0.0,
+        max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=0.0,
+        max_features=n_features if max_features is None else max_features,
+        use_random=splitter == "random",
+        seed=seed_from_random_state(np.random.RandomState(random_state)),
+        histogram_min_samples=histogram_min_samples, parallel_min_work=parallel_min_work,
+        n_words=max(1, (int(n_categories) + 63) // 64), min_significance=min_significance,
+    )
+    # Arguments are matched by name, so a reordered signature cannot scramble them.
+    names = list(inspect.signature(grower.grow_tree.py_func).parameters)
+    unknown = [name for name in names if name not in available]
+    assert not unknown, f"grow_tree has new parameters {unknown}: update grow_cart_tree"
+    return grower.compiled_grower(code)(*[available[name] for name in names])
+
+
+def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
+                             parallel_min_work=None):
+    """Make the decision trees fitted in this test switch from summing a node's rows to
+    reading a histogram at ``histogram_min_samples`` samples, and to parallel regions at
+    ``parallel_min_work`` (samples x features); None keeps a threshold as it is."""
+    if histogram_min_samples is not None:
+        monkeypatch.setattr(silva.decision_tree, "HISTOGRAM_MIN_SAMPLES",
+                            histogram_min_samples)
+    if parallel_min_work is not None:
+        monkeypatch.setattr(silva.decision_tree, "PARALLEL_MIN_WORK", parallel_min_work)
+
+
+def cart_field(table, name):
+    """Column ``name`` (one of :data:`CART_FIELDS`) of a CART node table, every node."""
+    return table[:, getattr(grower, name)]
+
+
+def cart_tree(growth, n_features, n_classes):
+    """The :class:`Tree` made of :func:`grow_cart_tree`'s output."""
+    return Tree.from_grower(*growth, n_features, n_classes)
+
+
+# ------------------------------------------------------------------ CART histograms
+
+def cart_histogram(*, bin_codes, stats, sample_indices, start, end, n_bins, parallel):
+    """A new histogram (n_features, n_bins, n_channels) of ``sample_indices[start:end]``."""
+    hist = np.full((bin_codes.shape[0], n_bins, stats.shape[1]), np.nan)
+    build_histogram(hist, bin_codes, stats, sample_indices, start, end, parallel)
+    return hist
+
+
+def subtract_cart_histogram(*, parent, child, parallel):
+    """``parent -= child`` in place."""
+    subtract_histogram(parent, child, parallel)
+
+
+# ------------------------------------------------------------------ gradient splitting
+
+def gradient_params(*, l1=0.0, l2=0.0, min_split_gain=0.0, min_child_weight=0.0,
+                    min_samples_leaf=0.0, max_delta_step=0.0):
+    """The split rules of the second-order search as the kernels read them."""
+    from silva.engine import gradient_splitting as gs
+
+    params = np.zeros(N_PARAMS)
+    params[gs.L1] = l1
+    params[gs.L2] = l2
+    params[gs.MIN_SPLIT_GAIN] = min_split_gain
+    params[gs.MIN_CHILD_WEIGHT] = min_child_weight
+    params[gs.MIN_SAMPLES_LEAF] = min_samples_leaf
+    params[gs.MAX_DELTA_STEP] = max_delta_step
+    return params
+
+
+def gradient_scan_numeric(*, hist_f, n_bins, missing_bin, node_sums, params):
+    """Best threshold of one numeric feature's (n_bins..., 4) histogram, unconstrained:
+    ``(children_score, last_left_bin, missing_go_left, left_sums)``."""
+    left = np.zeros(3)
+    score, split_bin, missing_left = _gradient_scan_numeric(
+        hist_f, n_bins, missing_bin, node_sums, params, -np.inf, np.inf, 0, False, left,
+        np.empty((4, hist_f.shape[0])))
+    return score, split_bin, missing_left, left
+
+
+def find_gradient_split(*, hist, n_value_bins, is_categorical, missing_bin, node_sums,
+                        params, parallel=False):
+    """Best split of a node over all its features, unconstrained: ``(gain, feature,
+    last_left_bin, missing_go_left, left_sums)``; ``feature`` is -1 when none passes."""
+    n_features, n_bins = hist.shape[:2]
+    candidates = np.arange(n_features, dtype=np.int64)
+    feature_left = np.zeros((n_features, 3))
+    gain, feature, split_bin, missing_left = find_best_split(
+        hist, candidates, n_features, np.asarray(n_value_bins, dtype=np.int64),
+        np.asarray(is_categorical, dtype=np.uint8), np.zeros(n_features, dtype=np.int8),
+        missing_bin, node_sums, params, -np.inf, np.inf, False, parallel,
+        np.empty(n_features), np.empty(n_features, dtype=np.int64),
+        np.empty(n_features, dtype=np.uint8), feature_left,
+        np.zeros((n_features, max(1, (n_bins + 63) // 64)), dtype=np.uint64),
+        np.empty((4, n_bins)))
+    left = feature_left[feature] if feature >= 0 else None
+    return gain, feature, split_bin, missing_left, left
+
+
+# ------------------------------------------------------------------ gradient grower
+
+def make_gradient_workspace(*, bin_codes, n_bins):
+    """The gradient grower's buffers, as a dict of named parts."""
+    codes, stats, work_index, histograms, *rest = gradient_grower.make_workspace(
+        bin_codes, n_bins)
+    return dict(codes=codes, stats=stats, work_index=work_index, histograms=histograms,
+                rest=rest)
+
+
+def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_features,
+                            subtract, serial, two_lanes, statistics, fill):
+    """The gradient grower's histogram pass over ``index[start:end]`` (see
+    ``node_histogram``); ``statistics``: ``(gradient, hessian, column, weight,
+    use_hessian)``."""
+    gradient_grower.node_histogram(
+        hist, parent, workspace["histograms"][5:], workspace["codes"], index,
+        workspace["stats"], start, end, n_features, subtract, serial, two_lanes,
+        statistics, fill)
+
+
+def partition(*, column, work_index, half, start, end, missing_bin, split_bin, missing_left,
+              categorical, bitset):
+    """Stable partition of ``work_index[half, start:end]`` into the other half; returns
+    how many samples go left."""
+    return gradient_grower._partition(column, work_index, half, start, end, missing_bin,
+                                      split_bin, missing_left, categorical, bitset)
+
+
+def split_block(*, column, index_from, index_to, first, last, missing_bin, split_bin,
+                missing_left, compiled=True):
+    """One numeric block split (``compiled=False``: its pure-Python form)."""
+    kernel = gradient_grower._split_block if compiled else gradient_grower._split_block.py_func
+    return kernel(column, index_from, index_to, first, last, np.int64(missing_bin),
+                  np.int64(split_bin), np.int64(missing_left), False,
+                  np.zeros(1, dtype=np.uint64))
+
+
+def gradient_leaf_table(*, n_rows, leaf_rows, starts, ends):
+    """A gradient node table whose ``leaf_rows`` are leaves holding the sample ranges
+    ``[starts, ends)``; every other row is an internal node."""
+    table = np.zeros((n_rows, gradient_grower.N_COLUMNS))
+    table[:, gradient_grower.LEFT] = 1.0
+    table[leaf_rows, gradient_grower.LEFT] = gradient_grower.LEAF
+    table[leaf_rows, gradient_grower.START] = starts
+    table[leaf_rows, gradient_grower.END] = ends
+    return table
+
+
+def add_leaf_values(*, raw, column, sample_indices, table, leaf_values):
+    """``raw[s, column] += leaf_values[leaf]`` for every leaf's samples."""
+    gradient_grower.add_leaf_values(raw, column, sample_indices, table, leaf_values)

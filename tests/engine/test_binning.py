@@ -1,0 +1,195 @@
+"""Binning: raw values to bin codes, against numpy references."""
+
+import numpy as np
+import pytest
+
+from silva.engine.binning import Binner
+
+
+def test_exact_binning_one_bin_per_value():
+    X = np.array([[3.0], [1.0], [2.0], [2.0], [5.0], [1.0]])
+    binner = Binner(10, np.array([False]))
+    codes = binner.fit_transform(X)
+    assert binner.n_value_bins_[0] == 4
+    np.testing.assert_array_equal(binner.bin_thresholds_[0, :3], [1.5, 2.5, 4.0])
+    np.testing.assert_array_equal(binner.bin_lower_[0, :4], [1, 2, 3, 5])
+    np.testing.assert_array_equal(binner.bin_upper_[0, :4], [1, 2, 3, 5])
+    assert codes.shape == (1, 6)  # feature-major
+    np.testing.assert_array_equal(codes[0], [2, 0, 1, 1, 3, 0])
+    # a value lies in the first bin whose threshold is >= it
+    probe = np.array([[0.0], [1.5], [1.6], [2.5], [4.0], [4.1], [99.0]])
+    np.testing.assert_array_equal(binner.transform(probe)[0], [0, 0, 1, 1, 2, 3, 3])
+
+
+def test_exact_binning_at_the_limit():
+    values = np.arange(255.0)
+    binner = Binner(255, np.array([False])).fit(values[:, None])
+    assert binner.n_value_bins_[0] == 255
+    np.testing.assert_array_equal(binner.bin_thresholds_[0, :254], values[:-1] + 0.5)
+    one_more = Binner(255, np.array([False])).fit(np.arange(256.0)[:, None])
+    assert one_more.n_value_bins_[0] <= 255
+
+
+def test_exact_binning_of_adjacent_floats():
+    low = 1.0
+    high = np.nextafter(low, 2.0)
+    binner = Binner(4, np.array([False]))
+    codes = binner.fit_transform(np.array([[low], [high]]))
+    np.testing.assert_array_equal(codes[0], [0, 1])
+    assert low <= binner.bin_thresholds_[0, 0] < high
+
+
+def test_quantile_binning():
+    rng = np.random.RandomState(0)
+    x = rng.randn(10_000)
+    binner = Binner(16, np.array([False]))
+    codes = binner.fit_transform(x[:, None])[0]
+    n_bins = binner.n_value_bins_[0]
+    assert 2 <= n_bins <= 16
+    counts = np.bincount(codes, minlength=n_bins)
+    assert counts.sum() == 10_000 and (counts > 0).all()
+    # roughly equal counts: every bin within 25% of 10_000 / n_bins
+    np.testing.assert_allclose(counts, 10_000 / n_bins, rtol=0.25)
+    # bins are ordered, and thresholds separate the values of neighbouring bins
+    thresholds = binner.bin_thresholds_[0, :n_bins - 1]
+    assert np.all(np.diff(thresholds) > 0)
+    for b in range(n_bins):
+        in_bin = x[codes == b]
+        assert in_bin.min() == binner.bin_lower_[0, b]
+        assert in_bin.max() == binner.bin_upper_[0, b]
+        if b < n_bins - 1:
+            assert in_bin.max() <= thresholds[b] < x[codes == b + 1].min()
+
+
+def test_quantile_binning_never_splits_a_heavy_value():
+    # half the samples share one value: it must stay in one bin
+    x = np.r_[np.zeros(5000), np.arange(1.0, 5001.0)]
+    binner = Binner(32, np.array([False]))
+    codes = binner.fit_transform(x[:, None])[0]
+    assert np.unique(codes[:5000]).size == 1
+    assert binner.n_value_bins_[0] <= 32
+    assert np.all(np.diff(codes[5000:].astype(int)) >= 0)  # monotone in the value
+
+
+def test_missing_bin():
+    X = np.array([[1.0, np.nan], [np.nan, np.nan], [2.0, np.nan], [3.0, np.nan]])
+    binner = Binner(8, np.array([False, False]))
+    codes = binner.fit_transform(X)
+    assert binner.n_value_bins_.tolist() == [3, 1]
+    assert binner.missing_bin_ == 3  # the largest code in use, shared by all features
+    np.testing.assert_array_equal(codes[0], [0, 3, 1, 2])
+    np.testing.assert_array_equal(codes[1], [3, 3, 3, 3])
+    assert codes.dtype == np.uint8
+
+
+def test_categorical_binning_uses_the_codes():
+    X = np.array([[4.0, 0.5], [0.0, 0.1], [2.0, np.nan], [np.nan, 0.3]])
+    binner = Binner(255, np.array([True, False]))
+    codes = binner.fit_transform(X)
+    assert binner.n_value_bins_[0] == 5  # codes 0..4
+    missing = binner.missing_bin_
+    np.testing.assert_array_equal(codes[0], [4, 0, 2, missing])
+    assert codes[1, 2] == missing
+
+
+def test_wide_codes_switch_to_uint16():
+    X = np.arange(1000.0)[:, None]
+    binner = Binner(2000, np.array([False]))
+    codes = binner.fit_transform(X)
+    assert codes.dtype == np.uint16
+    np.testing.assert_array_equal(codes[0], np.arange(1000))
+
+
+
+
+# ----------------------------------------------------------- against a numpy reference
+
+def _midpoint(low, high):
+    """The threshold between two neighbouring values, as the binner rounds it."""
+    mid = low / 2.0 + high / 2.0
+    return low if mid >= high or np.isinf(mid) else mid
+
+
+def _bin_thresholds_naive(x, max_bins):
+    """The thresholds of one numeric column, from its sorted values: one bin per distinct
+    value when there are at most ``max_bins``; otherwise quantile bins, each closed at the
+    distinct value of rank ``ceil((b + 1) n / max_bins) - 1`` (or the next distinct value,
+    when the copies of the previous bin's last value reach past that rank), so that no
+    value is split between bins."""
+    values = np.sort(x[~np.isnan(x)])
+    distinct = np.unique(values)
+    if distinct.size <= max_bins:
+        return [_midpoint(a, b) for a, b in zip(distinct[:-1], distinct[1:], strict=True)]
+    n = values.size
+    thresholds = []
+    end = 0
+    for b in range(max_bins - 1):
+        rank = max(int(np.ceil((b + 1) * n / max_bins)) - 1, end)
+        value = values[rank]
+        end = np.searchsorted(values, value, side="right")
+        if end >= n:
+            break
+        thresholds.append(_midpoint(value, values[end]))
+    return thresholds
+
+
+def _column(kind, n_samples, rng):
+    if kind == "continuous":
+        x = rng.normal(size=n_samples)
+    elif kind == "ties":
+        x = np.round(rng.normal(size=n_samples), 1)
+    elif kind == "heavy":
+        x = np.where(rng.random(n_samples) < 0.4, 0.25, rng.exponential(size=n_samples))
+    else:  # few distinct values: exact bins
+        x = rng.integers(-3, 9, size=n_samples) * 1.5
+    x[rng.random(n_samples) < 0.05] = np.nan
+    return x
+
+
+# 100_000 rows: longer than a column the binner sorts whole, so its bucketed quantile
+# search is checked too.
+@pytest.mark.parametrize("n_samples", [3000, 100_000])
+@pytest.mark.parametrize("max_bins", [7, 255])
+def test_numeric_bins_match_the_naive_quantile_walk(n_samples, max_bins):
+    rng = np.random.default_rng(n_samples + max_bins)
+    kinds = ["continuous", "ties", "heavy", "few"]
+    X = np.column_stack([_column(kind, n_samples, rng) for kind in kinds])
+    binner = Binner(max_bins, np.zeros(len(kinds), bool))
+    codes = binner.fit_transform(X)
+    for f, kind in enumerate(kinds):
+        expected = _bin_thresholds_naive(X[:, f], max_bins)
+        n_bins = binner.n_value_bins_[f]
+        assert n_bins == len(expected) + 1, kind
+        np.testing.assert_array_equal(binner.bin_thresholds_[f, :n_bins - 1], expected,
+                                      err_msg=kind)
+        # A value's code is the first bin whose threshold is >= it; NaN the missing bin.
+        present = ~np.isnan(X[:, f])
+        np.testing.assert_array_equal(
+            codes[f, present], np.searchsorted(expected, X[present, f], side="left"),
+            err_msg=kind)
+        assert np.all(codes[f, ~present] == binner.missing_bin_)
+        # bin_lower/bin_upper: the smallest and largest training value of each bin
+        values = X[present, f]
+        lowest = np.full(n_bins, np.inf)
+        highest = np.full(n_bins, -np.inf)
+        np.minimum.at(lowest, codes[f, present], values)
+        np.maximum.at(highest, codes[f, present], values)
+        np.testing.assert_array_equal(binner.bin_lower_[f, :n_bins], lowest, err_msg=kind)
+        np.testing.assert_array_equal(binner.bin_upper_[f, :n_bins], highest, err_msg=kind)
+    assert binner.missing_bin_ >= binner.n_value_bins_.max()
+    # transform on new rows codes them as fit_transform did
+    np.testing.assert_array_equal(binner.transform(X[:500]), codes[:, :500])
+
+
+def test_categorical_codes_are_the_bins():
+    rng = np.random.default_rng(3)
+    codes_in = rng.integers(0, 40, size=2000).astype(np.float64)
+    codes_in[rng.random(2000) < 0.1] = np.nan
+    X = np.column_stack([codes_in, rng.normal(size=2000)])
+    binner = Binner(16, np.array([True, False]))
+    codes = binner.fit_transform(X)
+    present = ~np.isnan(codes_in)
+    assert binner.n_value_bins_[0] == np.nanmax(codes_in) + 1  # not limited by max_bins
+    np.testing.assert_array_equal(codes[0, present], codes_in[present].astype(int))
+    assert np.all(codes[0, ~present] == binner.missing_bin_)
+    assert binner.n_value_bins_[1] <= 16

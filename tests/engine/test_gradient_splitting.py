@@ -1,0 +1,168 @@
+"""The second-order split scan against a brute-force enumeration in plain Python."""
+
+import numpy as np
+import pytest
+
+from silva.engine.binning import ALL_VALUE_BINS
+
+from ._kernels import find_gradient_split, gradient_params, gradient_scan_numeric
+
+
+def _leaf_score(g, h, l1, l2):
+    t = np.sign(g) * max(abs(g) - l1, 0.0)
+    return t * t / (h + l2) if h + l2 > 0 else 0.0
+
+
+def _brute_force(hist, n_bins, missing_bin, sums, l1, l2, min_samples_leaf, min_child_weight):
+    """Every candidate (each bin boundary with the missing values right, then left, then
+    "values left, missing right"), scored from scratch; the first best wins."""
+    has_missing = hist[missing_bin, 0] > 1e-9 * sums[0]
+    best, best_bin, best_left = -np.inf, -1, None
+    for missing_left in ([False, True] if has_missing else [False]):
+        last = n_bins if has_missing and not missing_left else n_bins - 1
+        for b in range(last):
+            if hist[b, 0] <= 0 and b < n_bins - 1:
+                continue
+            left = hist[:b + 1, :3].sum(axis=0) + (hist[missing_bin, :3] if missing_left else 0)
+            right = sums - left
+            if min(left[0], right[0]) < max(min_samples_leaf, 1e-300):
+                continue
+            if min(left[2], right[2]) < min_child_weight:
+                continue
+            score = _leaf_score(left[1], left[2], l1, l2) + _leaf_score(right[1], right[2], l1, l2)
+            if score > best * (1 + 1e-12) + 1e-12:
+                best, best_left = score, left
+                best_bin = b if b < n_bins - 1 else ALL_VALUE_BINS
+    return best, best_bin, best_left
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_numeric_scan_finds_the_brute_force_best(seed):
+    rng = np.random.default_rng(seed)
+    n_bins = int(rng.integers(2, 30))
+    missing_bin = n_bins + int(rng.integers(0, 2))
+    hist = np.zeros((missing_bin + 1, 4))
+    hist[:n_bins, 0] = rng.integers(0, 5, n_bins) * (rng.random(n_bins) < 0.8)
+    if seed % 2:
+        hist[missing_bin, 0] = rng.integers(1, 5)
+    hist[:, 1] = rng.normal(size=missing_bin + 1) * hist[:, 0]
+    hist[:, 2] = rng.random(missing_bin + 1) * hist[:, 0]
+    sums = hist[:, :3].sum(axis=0)
+    l1, l2 = [(0.0, 0.0), (0.0, 1.0), (0.3, 0.5)][seed % 3]
+    min_samples_leaf, min_child_weight = [(0.0, 0.0), (2.0, 1e-3), (1.0, 0.5)][seed % 3]
+    params = gradient_params(l1=l1, l2=l2, min_child_weight=min_child_weight,
+                             min_samples_leaf=min_samples_leaf)
+    score, split_bin, _, left = gradient_scan_numeric(
+        hist_f=hist, n_bins=n_bins, missing_bin=missing_bin, node_sums=sums, params=params)
+    expected, expected_bin, expected_left = _brute_force(
+        hist, n_bins, missing_bin, sums, l1, l2, min_samples_leaf, min_child_weight)
+    if expected_left is None:
+        assert score == -np.inf
+        return
+    np.testing.assert_allclose(score, expected, rtol=1e-10)
+    assert split_bin == expected_bin
+    np.testing.assert_allclose(left, expected_left, rtol=1e-10, atol=1e-12)
+
+
+def _scan(hist, n_bins, params):
+    score, split_bin, _, left = gradient_scan_numeric(
+        hist_f=hist, n_bins=n_bins, missing_bin=hist.shape[0] - 1,
+        node_sums=hist[:, :3].sum(axis=0), params=params)
+    return score, split_bin, left
+
+
+def _histogram(counts, gradients):
+    """Bins with the given counts, gradient sums, hessian = count; an empty missing bin."""
+    hist = np.zeros((len(counts) + 1, 4))
+    hist[:-1, 0] = counts
+    hist[:-1, 1] = gradients
+    hist[:-1, 2] = counts
+    return hist
+
+
+def test_numeric_scan_allows_a_child_of_exactly_min_samples_leaf():
+    hist = _histogram([2, 5, 5], [-20.0, 5.0, 5.0])
+    _, split_bin, left = _scan(hist, 3, gradient_params(min_samples_leaf=2.0))
+    assert split_bin == 0 and left[0] == 2
+    # now bin 0 alone is too small
+    _, split_bin, left = _scan(hist, 3, gradient_params(min_samples_leaf=3.0))
+    assert split_bin == 1
+
+
+def test_numeric_scan_breaks_ties_by_the_first_candidate():
+    # Splitting after bin 0 or after bin 2 gives children of the same scores.
+    hist = _histogram([1, 1, 1, 1], [1.0, -1.0, -1.0, 1.0])
+    score, split_bin, left = _scan(hist, 4, gradient_params())
+    assert split_bin == 0 and left[0] == 1
+    assert score == 1.0 + 1.0 / 3.0  # G^2/H: 1/1 left, (-1)^2/3 right
+
+
+def _random_node_histogram(rng, n_features, n_bins):
+    """A histogram (n_features, n_bins + 1, 4) with the missing bin last, its count channel
+    integer, its hessians positive, the same node on every feature."""
+    n_samples = 40
+    codes = rng.integers(0, n_bins + 1, size=(n_features, n_samples))
+    gradient = rng.normal(size=n_samples)
+    hessian = rng.random(n_samples) + 0.1
+    hist = np.zeros((n_features, n_bins + 1, 4))
+    for f in range(n_features):
+        np.add.at(hist[f, :, 0], codes[f], 1.0)
+        np.add.at(hist[f, :, 1], codes[f], gradient)
+        np.add.at(hist[f, :, 2], codes[f], hessian)
+        np.add.at(hist[f, :, 3], codes[f], 1.0)
+    node_sums = np.array([n_samples, gradient.sum(), hessian.sum()])
+    return hist, node_sums
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_node_gain_is_half_the_newton_gain_minus_min_split_gain(seed):
+    # gain = 1/2 [G_L^2/(H_L+l) + G_R^2/(H_R+l) - G^2/(H+l)] - min_split_gain (Chen &
+    # Guestrin 2016, eq. 7), maximised over every feature's every threshold by brute force.
+    rng = np.random.default_rng(seed)
+    n_features, n_bins = 3, 6
+    hist, node_sums = _random_node_histogram(rng, n_features, n_bins)
+    l2, min_split_gain = [(0.0, 0.0), (1.0, 0.0), (0.5, 0.1)][seed % 3]
+    params = gradient_params(l2=l2, min_split_gain=min_split_gain)
+
+    def newton(g, h):
+        return g * g / (h + l2)
+
+    best = -np.inf
+    for f in range(n_features):
+        expected, _, _ = _brute_force(hist[f], n_bins, n_bins, node_sums, 0.0, l2, 0.0, 0.0)
+        best = max(best, expected)
+    expected_gain = 0.5 * (best - newton(node_sums[1], node_sums[2])) - min_split_gain
+    for parallel in (False, True):
+        gain, feature, _, _, left = find_gradient_split(
+            hist=hist, n_value_bins=np.full(n_features, n_bins),
+            is_categorical=np.zeros(n_features, bool), missing_bin=n_bins,
+            node_sums=node_sums, params=params, parallel=parallel)
+        np.testing.assert_allclose(gain, expected_gain, rtol=1e-10)
+        right = node_sums - left
+        recomputed = 0.5 * (newton(left[1], left[2]) + newton(right[1], right[2])
+                            - newton(node_sums[1], node_sums[2])) - min_split_gain
+        np.testing.assert_allclose(recomputed, gain, rtol=1e-10)
+        assert 0 <= feature < n_features
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_categorical_scan_finds_the_best_category_subset(seed):
+    # Without regularisation, categories ordered by G/H give the best partition of all
+    # (Fisher 1958): the scan must match a brute force over every subset, missing
+    # values being one more category.
+    rng = np.random.default_rng(seed + 100)
+    n_bins = 5
+    hist, node_sums = _random_node_histogram(rng, 1, n_bins)
+    entries = np.flatnonzero(hist[0, :, 0] > 0)
+    best = -np.inf
+    for mask in range(1, 2 ** entries.size - 1):
+        chosen = entries[[(mask >> k) & 1 == 1 for k in range(entries.size)]]
+        left = hist[0, chosen, :3].sum(axis=0)
+        right = node_sums - left
+        best = max(best, left[1] ** 2 / left[2] + right[1] ** 2 / right[2])
+    gain, feature, _, _, _ = find_gradient_split(
+        hist=hist, n_value_bins=[n_bins], is_categorical=[True], missing_bin=n_bins,
+        node_sums=node_sums, params=gradient_params())
+    assert feature == 0
+    np.testing.assert_allclose(gain, 0.5 * (best - node_sums[1] ** 2 / node_sums[2]),
+                               rtol=1e-10)
