@@ -6,12 +6,12 @@ signature change is fixed in this file alone. Tests never index a node table or 
 these kernels themselves.
 """
 
-import inspect
-
 import numpy as np
 
 import silva.decision_tree
-from silva.engine import criteria, gradient_grower, grower
+from silva.engine import criteria, gradient_histogram, grower, nodes
+from silva.engine import leaf_values as leaf_updates
+from silva.engine import partition as partition_module
 from silva.engine.binning import Binner
 from silva.engine.gradient_splitting import N_PARAMS, find_best_split
 from silva.engine.gradient_splitting import scan_numeric as _gradient_scan_numeric
@@ -19,17 +19,18 @@ from silva.engine.histogram import build_histogram, subtract_histogram
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
 
-# The gradient grower module itself, for tests that switch one of its knobs
-# (SIXTEEN_LANE_SPLIT, pool_slots_for) with monkeypatch.
-GRADIENT_GROWER = gradient_grower
+# The gradient grower's modules, for tests that read or switch one of their knobs with
+# monkeypatch (SIXTEEN_LANE_SPLIT; padded_bins, pool_slots_for, BLOCK_ROWS).
+PARTITION = partition_module
+GRADIENT_HISTOGRAM = gradient_histogram
 
 # ------------------------------------------------------------------ CART grower
 
 # The node-table fields the CART grower fills for every node.
-CART_FIELDS = ("LEFT", "RIGHT", "FEATURE", "THRESHOLD", "MISSING_LEFT", "IS_CATEGORICAL",
-               "IMPURITY", "N_SAMPLES", "WEIGHTED_N", "DEPTH", "START", "END")
-LEAF = grower.LEAF
-UNDEFINED = grower.UNDEFINED
+CART_FIELDS = ("left", "right", "feature", "threshold", "missing_left", "is_categorical",
+               "impurity", "n_samples", "weighted_n", "depth", "start", "end")
+LEAF = nodes.LEAF
+UNDEFINED = nodes.UNDEFINED
 
 
 def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, max_bins=255,
@@ -57,29 +58,20 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
     binner = Binner(max_bins, is_categorical)
     bin_codes = binner.fit_transform(X)
     n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
-    available = dict(
-        bin_codes=bin_codes,
-        codes_by_sample=np.ascontiguousarray(bin_codes.T),
-        stats=criteria.build_statistics(code, y_model, weights, n_classes),
-        y=np.asarray(y_model, dtype=np.float64), weight=weights,
-        sample_indices=np.arange(n_samples, dtype=np.int32),
-        n_value_bins=binner.n_value_bins_, is_categorical=is_categorical.astype(np.uint8),
-        missing_bin=binner.missing_bin_, bin_thresholds=binner.bin_thresholds_,
-        bin_lower=binner.bin_lower_, bin_upper=binner.bin_upper_, criterion=code,
-        n_classes=n_classes, n_values=n_values, max_depth=max_depth, min_samples_split=2,
-        min_samples_leaf=min_samples_leaf, min_weight_leaf=0.0,
-        max_leaf_nodes=max_leaf_nodes, min_impurity_decrease=0.0,
-        max_features=n_features if max_features is None else max_features,
-        use_random=splitter == "random",
-        seed=seed_from_random_state(np.random.RandomState(random_state)),
-        histogram_min_samples=histogram_min_samples, parallel_min_work=parallel_min_work,
-        n_words=max(1, (int(n_categories) + 63) // 64), min_significance=min_significance,
-    )
-    # Arguments are matched by name, so a reordered signature cannot scramble them.
-    names = list(inspect.signature(grower.grow_tree.py_func).parameters)
-    unknown = [name for name in names if name not in available]
-    assert not unknown, f"grow_tree has new parameters {unknown}: update grow_cart_tree"
-    return grower.compiled_grower(code)(*[available[name] for name in names])
+    data = grower.CartData(bin_codes, np.ascontiguousarray(bin_codes.T), binner.n_value_bins_,
+                           is_categorical.astype(np.uint8), np.int64(binner.missing_bin_),
+                           binner.bin_lower_, binner.bin_upper_,
+                           np.int64(max(1, (int(n_categories) + 63) // 64)))
+    rules = grower.cart_rules(
+        code, n_classes, n_values, max_depth, 2, min_samples_leaf, 0.0, max_leaf_nodes, 0.0,
+        n_features if max_features is None else max_features, splitter == "random",
+        histogram_min_samples, parallel_min_work, min_significance)
+    samples = grower.CartSamples(
+        criteria.build_statistics(code, y_model, weights, n_classes),
+        np.asarray(y_model, dtype=np.float64), weights,
+        np.arange(n_samples, dtype=np.int32),
+        seed_from_random_state(np.random.RandomState(random_state)))
+    return grower.compiled_grower(code)(data, rules, samples)
 
 
 def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
@@ -95,8 +87,8 @@ def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
 
 
 def cart_field(table, name):
-    """Column ``name`` (one of :data:`CART_FIELDS`) of a CART node table, every node."""
-    return table[:, getattr(grower, name)]
+    """Field ``name`` (one of :data:`CART_FIELDS`) of a CART node table, every node."""
+    return table[name]
 
 
 def cart_tree(growth, n_features, n_classes):
@@ -168,10 +160,9 @@ def find_gradient_split(*, hist, n_value_bins, is_categorical, missing_bin, node
 
 def make_gradient_workspace(*, bin_codes, n_bins):
     """The gradient grower's buffers, as a dict of named parts."""
-    codes, stats, work_index, histograms, *rest = gradient_grower.make_workspace(
-        bin_codes, n_bins)
-    return dict(codes=codes, stats=stats, work_index=work_index, histograms=histograms,
-                rest=rest)
+    workspace = gradient_histogram.make_workspace(bin_codes, n_bins)
+    return dict(codes=workspace.codes, stats=workspace.stats, work_index=workspace.index,
+                histograms=workspace.histograms)
 
 
 def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_features,
@@ -179,24 +170,27 @@ def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_fea
     """The gradient grower's histogram pass over ``index[start:end]`` (see
     ``node_histogram``); ``statistics``: ``(gradient, hessian, column, weight,
     use_hessian)``."""
-    gradient_grower.node_histogram(
+    gradient, hessian, column, weight, use_hessian = statistics
+    gradient_histogram.node_histogram(
         hist, parent, workspace["histograms"][5:], workspace["codes"], index,
         workspace["stats"], start, end, n_features, subtract, serial, two_lanes,
-        statistics, fill)
+        gradient_histogram.GradientStatistics(gradient, hessian, column, weight,
+                                              use_hessian, two_lanes), fill)
 
 
 def partition(*, column, work_index, half, start, end, missing_bin, split_bin, missing_left,
               categorical, bitset):
     """Stable partition of ``work_index[half, start:end]`` into the other half; returns
     how many samples go left."""
-    return gradient_grower._partition(column, work_index, half, start, end, missing_bin,
+    return partition_module.partition(column, work_index, half, start, end, missing_bin,
                                       split_bin, missing_left, categorical, bitset)
 
 
 def split_block(*, column, index_from, index_to, first, last, missing_bin, split_bin,
                 missing_left, compiled=True):
     """One numeric block split (``compiled=False``: its pure-Python form)."""
-    kernel = gradient_grower._split_block if compiled else gradient_grower._split_block.py_func
+    block = partition_module._split_block
+    kernel = block if compiled else block.py_func
     return kernel(column, index_from, index_to, first, last, np.int64(missing_bin),
                   np.int64(split_bin), np.int64(missing_left), False,
                   np.zeros(1, dtype=np.uint64))
@@ -205,14 +199,14 @@ def split_block(*, column, index_from, index_to, first, last, missing_bin, split
 def gradient_leaf_table(*, n_rows, leaf_rows, starts, ends):
     """A gradient node table whose ``leaf_rows`` are leaves holding the sample ranges
     ``[starts, ends)``; every other row is an internal node."""
-    table = np.zeros((n_rows, gradient_grower.N_COLUMNS))
-    table[:, gradient_grower.LEFT] = 1.0
-    table[leaf_rows, gradient_grower.LEFT] = gradient_grower.LEAF
-    table[leaf_rows, gradient_grower.START] = starts
-    table[leaf_rows, gradient_grower.END] = ends
+    table = np.zeros(n_rows, dtype=nodes.GRADIENT_NODE)
+    table["left"] = 1
+    table["left"][leaf_rows] = nodes.LEAF
+    table["start"][leaf_rows] = starts
+    table["end"][leaf_rows] = ends
     return table
 
 
 def add_leaf_values(*, raw, column, sample_indices, table, leaf_values):
     """``raw[s, column] += leaf_values[leaf]`` for every leaf's samples."""
-    gradient_grower.add_leaf_values(raw, column, sample_indices, table, leaf_values)
+    leaf_updates.add_leaf_values(raw, column, sample_indices, table, leaf_values)

@@ -11,7 +11,8 @@ from silva.engine import losses
 
 from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
-    GRADIENT_GROWER,
+    GRADIENT_HISTOGRAM,
+    PARTITION,
     add_leaf_values,
     gradient_leaf_table,
     gradient_node_histogram,
@@ -79,10 +80,10 @@ def test_split_block_with_and_without_sixteen_lanes(monkeypatch, sixteen_lanes,
                                                     missing_left):
     # The compiled block split (16 samples a step on this CPU), and the scalar loop
     # alone, which is what CPUs without AVX-512 run: as plain Python with the step off.
-    if sixteen_lanes and not GRADIENT_GROWER.SIXTEEN_LANE_SPLIT:
+    if sixteen_lanes and not PARTITION.SIXTEEN_LANE_SPLIT:
         pytest.skip("this CPU has no AVX-512")
     if not sixteen_lanes:
-        monkeypatch.setattr(GRADIENT_GROWER, "SIXTEEN_LANE_SPLIT", False)
+        monkeypatch.setattr(PARTITION, "SIXTEEN_LANE_SPLIT", False)
     _, bin_codes, *_ = _workspace(600, 2, seed=5)
     node = _node(600, 250, seed=3)
     first, last = 7, 7 + node.size
@@ -146,7 +147,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
         end=node_size, n_features=n_features, subtract=True, serial=serial,
         two_lanes=two_lanes, statistics=statistics, fill=fill)
     expected = _reference_histogram(bin_codes, node, channels.T)
-    assert hist.shape[1] == GRADIENT_GROWER.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
+    assert hist.shape[1] == GRADIENT_HISTOGRAM.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
     np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
     assert not hist[:, MISSING_BIN + 1:].any()
     if two_lanes:
@@ -159,7 +160,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
 
 def test_padded_bins_keep_feature_histograms_off_4k_multiples():
     for n_bins in range(1, 3000):
-        padded = GRADIENT_GROWER.padded_bins(n_bins)
+        padded = GRADIENT_HISTOGRAM.padded_bins(n_bins)
         assert n_bins <= padded <= n_bins + 10
         # Odd, so 32- and 16-byte entries both give a stride off every 4 KiB multiple.
         assert padded % 2 == 1 and 5 <= padded % 128 <= 123
@@ -184,9 +185,9 @@ def test_pool_size_does_not_change_the_trees(monkeypatch):
     X, y = make_regression(20_000, 6, noise=5.0, random_state=0)
     X[::9, 1] = np.nan
     params = dict(n_estimators=5, max_leaf_nodes=40, min_samples_leaf=5, random_state=0)
-    assert GRADIENT_GROWER.pool_slots_for(40, 6, 256) == 41
+    assert GRADIENT_HISTOGRAM.pool_slots_for(40, 6, 256) == 41
     large = GradientBoostingRegressor(**params).fit(X, y)
-    monkeypatch.setattr(GRADIENT_GROWER, "pool_slots_for", lambda *args: 4)
+    monkeypatch.setattr(GRADIENT_HISTOGRAM, "pool_slots_for", lambda *args: 4)
     small = GradientBoostingRegressor(**params).fit(X, y)
     assert max(tree[0].n_leaves for tree in small.estimators_) == 40
     for tree_large, tree_small in zip(large.estimators_, small.estimators_, strict=True):

@@ -122,11 +122,11 @@ def test_grow_tree_output_is_consistent():
     table, values, bitsets = grow_cart_tree(X, y, weights=weights, categorical=categorical,
                                             histogram_min_samples=64,
                                             parallel_min_work=200_000)
-    left = cart_field(table, "LEFT").astype(int)
-    right = cart_field(table, "RIGHT").astype(int)
-    n_samples = cart_field(table, "N_SAMPLES")
-    weighted_n = cart_field(table, "WEIGHTED_N")
-    depth = cart_field(table, "DEPTH")
+    left = cart_field(table, "left").astype(int)
+    right = cart_field(table, "right").astype(int)
+    n_samples = cart_field(table, "n_samples")
+    weighted_n = cart_field(table, "weighted_n")
+    depth = cart_field(table, "depth")
     internal = left != LEAF
     # children come after their parent, partition its samples and are one level deeper
     nodes = np.flatnonzero(internal)
@@ -136,14 +136,14 @@ def test_grow_tree_output_is_consistent():
     np.testing.assert_allclose(weighted_n[left[nodes]] + weighted_n[right[nodes]],
                                weighted_n[nodes])
     np.testing.assert_array_equal(depth[left[nodes]], depth[nodes] + 1)
-    np.testing.assert_array_equal(cart_field(table, "START")[left[nodes]],
-                                  cart_field(table, "START")[nodes])
-    np.testing.assert_array_equal(cart_field(table, "END")[right[nodes]],
-                                  cart_field(table, "END")[nodes])
+    np.testing.assert_array_equal(cart_field(table, "start")[left[nodes]],
+                                  cart_field(table, "start")[nodes])
+    np.testing.assert_array_equal(cart_field(table, "end")[right[nodes]],
+                                  cart_field(table, "end")[nodes])
     assert n_samples[0] == 3000 and weighted_n[0] == weights.sum()
     np.testing.assert_allclose(values.sum(axis=1), 1.0)  # class fractions
-    assert np.all(cart_field(table, "FEATURE")[~internal] == UNDEFINED)
-    assert np.all(bitsets[~cart_field(table, "IS_CATEGORICAL").astype(bool)] == 0)
+    assert np.all(cart_field(table, "feature")[~internal] == UNDEFINED)
+    assert np.all(bitsets[~cart_field(table, "is_categorical").astype(bool)] == 0)
 
 
 # ------------------------------------------- grown trees against their samples, in numpy

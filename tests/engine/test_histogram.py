@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from ._kernels import (
-    GRADIENT_GROWER,
+    GRADIENT_HISTOGRAM,
     cart_histogram,
     gradient_node_histogram,
     make_gradient_workspace,
@@ -77,8 +77,8 @@ def _gradient_statistics(n_samples, seed):
 @pytest.mark.parametrize("node_size,serial", [(3000, False), (20_000, False),
                                               (20_000, True)])
 def test_gradient_histogram_pass_equals_the_naive_sums(node_size, serial):
-    assert node_size < 2 * GRADIENT_GROWER.BLOCK_ROWS or node_size > 4 * \
-        GRADIENT_GROWER.BLOCK_ROWS  # each case takes the path it is named for
+    assert node_size < 2 * GRADIENT_HISTOGRAM.BLOCK_ROWS or node_size > 4 * \
+        GRADIENT_HISTOGRAM.BLOCK_ROWS  # each case takes the path it is named for
     n_features, n_samples, n_bins = 3, 24_000, 32
     rng = np.random.default_rng(node_size)
     bin_codes = rng.integers(0, n_bins, size=(n_features, n_samples)).astype(np.uint8)
