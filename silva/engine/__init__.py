@@ -18,11 +18,13 @@ The stages, in the order data flows through them (drawn in ``docs/architecture.m
 5. **Growers** — one whole tree in one compiled call: :mod:`~silva.engine.grower` (CART)
    and :mod:`~silva.engine.gradient_grower` (boosting; partition in
    :mod:`~silva.engine.partition`), both keeping their books with
-   :mod:`~silva.engine.nodes`; :mod:`~silva.engine.forest` grows many CART trees in
-   threads; :mod:`~silva.engine.leaf_values` applies boosting's leaf values.
+   :mod:`~silva.engine.nodes`; :mod:`~silva.engine.cart` holds the bundles a CART tree
+   grows from and its one entry, :mod:`~silva.engine.forest` grows many in threads;
+   :mod:`~silva.engine.leaf_values` applies boosting's leaf values.
 6. **Trees** — what estimators keep and predict with: :mod:`~silva.engine.tree` (binary
    CART trees), :mod:`~silva.engine.multiway` (ID3/C4.5, grown in Python over compiled
-   kernels), :mod:`~silva.engine.ensemble` (many trees packed for one prediction call),
+   kernels), :mod:`~silva.engine.tree_interface` (what every tree shape offers to
+   export, plots and model files), :mod:`~silva.engine.ensemble` (many trees packed for one prediction call),
    :mod:`~silva.engine.pruning` (cost-complexity and reduced-error pruning).
 
 :mod:`~silva.engine.random` holds the explicit-state RNG that keeps every stage

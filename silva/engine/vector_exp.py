@@ -21,7 +21,7 @@ Method (Cody & Waite's argument reduction, as in fdlibm's ``e_exp.c``; see J.-M.
 
 Inputs are clamped to ``[-746, 710]`` first (``exp`` is 0 below and infinite above, in
 float64); NaN gives NaN. Within 1 ulp of numpy's ``exp`` for normal results (see
-``tests/test_vector_exp.py``); the same bits on every run and thread count, like any
+``tests/engine/test_vector_exp.py``); the same bits on every run and thread count, like any
 other arithmetic here.
 """
 
