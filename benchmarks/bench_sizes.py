@@ -45,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +75,7 @@ class Family:
     """A kind of estimator, the libraries timed for it and its fit target by size."""
 
     libraries: tuple
-    fit_target: object  # n_rows -> the largest silva / faster peer allowed, or None
+    fit_target: Callable[[int], float | None]  # n_rows -> largest silva / faster peer, or None
 
 
 FAMILIES = {
@@ -212,6 +213,12 @@ def measure(family, library, dataset, directory, args, seconds_left):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _three_digits(value):
+    # Times span 1e-4 to 1e4 between the smallest data and the largest: three significant
+    # digits, without an exponent.
+    return f"{value:.0f}" if value >= 100 else f"{value:#.3g}"
+
+
 def _mark(ratio, target):
     if ratio is None or target is None:
         return "–"
@@ -243,8 +250,8 @@ def family_tables(family, libraries, measured):
             if "error" in r:
                 notes.append(f"- {dataset.name}, {lib}: {r['error']}")
 
-        def cells(key, scale, digits, ok=ok):
-            return " | ".join(f"{ok[lib][key] * scale:.{digits}f}" if lib in ok else "–"
+        def cells(key, scale, ok=ok):
+            return " | ".join(_three_digits(ok[lib][key] * scale) if lib in ok else "–"
                               for lib in libraries)
 
         def ratio_cell(key, ok=ok):
@@ -258,13 +265,14 @@ def family_tables(family, libraries, measured):
         scores = ", ".join(f"{ok[lib]['score']:.3f}" for lib in libraries
                            if lib in ok and lib != "silva")
         silva_score = f"{ok['silva']['score']:.3f}" if "silva" in ok else "–"
-        fit_lines.append(f"| {dataset.name} | {n_train:,} | {cells('fit_s', 1, 3)} | "
+        scores = f"{silva_score}; {scores or '–'}"
+        fit_lines.append(f"| {dataset.name} | {n_train:,} | {cells('fit_s', 1)} | "
                          f"{fit_text} | {'–' if target is None else f'<= {target}x'} | "
-                         f"{_mark(fit_ratio, target)} | {silva_score}; {scores} |")
+                         f"{_mark(fit_ratio, target)} | {scores} |")
         _, predict_text = ratio_cell("predict_s")
         row_ratio, row_text = ratio_cell("one_row_s")
-        predict_lines.append(f"| {dataset.name} | {n_test:,} | {cells('predict_s', 1e3, 2)} | "
-                             f"{predict_text} | {cells('one_row_s', 1e3, 3)} | {row_text} | "
+        predict_lines.append(f"| {dataset.name} | {n_test:,} | {cells('predict_s', 1e3)} | "
+                             f"{predict_text} | {cells('one_row_s', 1e3)} | {row_text} | "
                              f"<= {ONE_ROW_TARGET}x | {_mark(row_ratio, ONE_ROW_TARGET)} |")
     return "\n".join(fit_lines), "\n".join(predict_lines), notes
 
