@@ -38,6 +38,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import statistics
@@ -67,6 +68,7 @@ ONE_ROW_TARGET = 0.64
 
 
 def _fit_target_half(_n_rows):
+    # Forests, bagging, AdaBoost and single trees: half scikit-learn's time at every size.
     return 0.5
 
 
@@ -94,12 +96,10 @@ SKLEARN_CLASS = {"boosting": "HistGradientBoosting", "random-forest": "RandomFor
 
 # ---------------------------------------------------------------- child (one measurement)
 def make_model(family, library, task, threads):
-    """A fresh, unfitted model of this family from this library, set up as the docstring
-    says."""
+    """A fresh, unfitted model of this family from this library, set up as the module's
+    docstring says."""
     if family == "boosting":
         return boosting_models(task, [library], threads)[library]()
-    import importlib
-
     suffix = "Regressor" if task == "regression" else "Classifier"
     if library == "silva":
         module = importlib.import_module("silva")
