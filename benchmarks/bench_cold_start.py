@@ -32,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 
+from _machine import cpu_model
+
 ESTIMATORS = [
     "DecisionTreeClassifier", "DecisionTreeRegressor",
     "RandomForestClassifier", "RandomForestRegressor",
@@ -83,16 +85,6 @@ def run_child(name, cache_dir):
     if result.returncode != 0:
         raise RuntimeError(f"{name} failed:\n{result.stderr}")
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def cpu_model():
-    try:
-        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    except OSError:
-        return platform.processor()
-    model = next((line.split(":", 1)[1].strip() for line in lscpu.splitlines()
-                  if line.startswith("Model name")), platform.processor())
-    return model + (", AVX-512" if "avx512f" in lscpu else ", no AVX-512")
 
 
 def main(argv=None):

@@ -36,7 +36,6 @@ import datetime as dt
 import importlib
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -44,6 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _machine import machine_line
 from sklearn.datasets import make_classification, make_regression
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -207,26 +207,6 @@ def format_table(name, task, rows, args):
                      f"{row['peak_bytes'] / 2**20:.0f} | {ratio('peak_bytes')} | "
                      f"{row['score']:.4f} | {delta} |")
     return "\n".join(lines)
-
-
-def machine_line():
-    import numba
-    import sklearn
-
-    import silva
-
-    versions = [f"python {platform.python_version()}", f"numpy {np.__version__}",
-                f"numba {numba.__version__}", f"sklearn {sklearn.__version__}",
-                f"silva {silva.__version__}"]
-    try:
-        import ydf
-
-        versions.append(f"ydf {ydf.__version__}")
-    except ImportError:
-        pass
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-            f"{memory:.1f} GiB RAM; " + ", ".join(versions))
 
 
 def main(argv=None):

@@ -44,7 +44,6 @@ import argparse
 import datetime as dt
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
@@ -54,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from _machine import machine_info
 from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.model_selection import train_test_split
@@ -294,46 +294,6 @@ def cold_start(args: argparse.Namespace, X_train, y_train, runs: int = 2) -> lis
 # --------------------------------------------------------------------------------------
 # Reporting
 # --------------------------------------------------------------------------------------
-
-
-def machine_info() -> dict[str, str]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    ram = "?"
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal"):
-                ram = f"{int(line.split()[1]) / 2**20:.1f} GiB"
-                break
-    except OSError:
-        pass
-    cores = os.cpu_count() or 0
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
-    import numba
-    import sklearn
-
-    info = {
-        "cpu": cpu,
-        "cores": str(cores) if usable == cores else f"{usable} usable of {cores}",
-        "ram": ram,
-        "os": f"{platform.system()} {platform.release()}",
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": f"{numba.__version__} ({numba.config.NUMBA_NUM_THREADS} threads)",
-        "sklearn": sklearn.__version__,
-    }
-    for pkg in ("silva", "lightgbm"):
-        try:
-            info[pkg] = str(getattr(__import__(pkg), "__version__", "unknown"))
-        except ImportError:
-            pass
-    return info
 
 
 def describe_data(args: argparse.Namespace) -> str:
