@@ -24,8 +24,9 @@ The stages, in the order data flows through them (drawn in ``docs/architecture.m
 6. **Trees** — what estimators keep and predict with: :mod:`~silva.engine.tree` (binary
    CART trees), :mod:`~silva.engine.multiway` (ID3/C4.5, grown in Python over compiled
    kernels), :mod:`~silva.engine.tree_interface` (what every tree shape offers to
-   export, plots and model files), :mod:`~silva.engine.ensemble` (many trees packed for one prediction call),
-   :mod:`~silva.engine.pruning` (cost-complexity and reduced-error pruning).
+   export, plots and model files), :mod:`~silva.engine.ensemble` (many trees packed
+   for one prediction call), :mod:`~silva.engine.pruning` (cost-complexity and
+   reduced-error pruning).
 
 :mod:`~silva.engine.random` holds the explicit-state RNG that keeps every stage
 deterministic whatever the number of threads; :mod:`~silva.engine.compile_notice` says on
