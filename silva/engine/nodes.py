@@ -17,8 +17,8 @@ boosting) grow a tree in one compiled call and keep the same books:
   histogram is built from its samples, the larger child's is its parent's minus it,
   computed in the parent's slot (Ke et al. 2017, LightGBM);
 - the **frontier** of nodes waiting to be split (:func:`push_frontier`,
-  :func:`pop_frontier`): depth-first, best-first (the largest gain first: Friedman 2001,
-  Shi 2007) or breadth-first, one binary heap for all three.
+  :func:`pop_frontier`): depth-first (a stack), best-first (a heap, the largest gain
+  first: Friedman 2001, Shi 2007) or breadth-first (a queue).
 """
 
 import heapq
@@ -149,7 +149,7 @@ def take_slot(pool, free_slots):
     return grown, n_slots
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def release_slot(row, free_slots):
     """Return a node's histogram slot to the pool (a node that will not be split)."""
     if row.hist_slot >= 0:
@@ -157,7 +157,7 @@ def release_slot(row, free_slots):
         row.hist_slot = -1
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots):
     """Decide where the two children's histograms come from; ``pending[c].needs_histogram``
     says which children want one.
@@ -193,33 +193,37 @@ def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, fr
 
 @nb.njit(cache=True)
 def new_frontier():
-    """An empty frontier: a heap of ``(key, node)`` and a push counter."""
+    """An empty frontier: a list of ``(key, node)`` and the head of its queue."""
     # numba types a list by its first element: start with one, then empty it.
-    heap = [(0.0, 0)]
-    heap.pop()
-    return heap, np.zeros(1, dtype=np.int64)
+    items = [(0.0, 0)]
+    items.pop()
+    return items, np.zeros(1, dtype=np.int64)
 
 
-@nb.njit(cache=True)
-def push_frontier(heap, counter, order, gain, node):
-    """Add ``node`` (whose best split gains ``gain``) to the frontier.
-
-    One heap serves every order: best-first keys a node by ``-gain`` (ties: the lower
-    node id); depth-first by minus its push number (the last pushed pops first, as from
-    a stack); breadth-first by its push number (as from a queue)."""
-    counter[0] += 1
+@nb.njit(cache=True, inline="always")
+def push_frontier(items, head, order, gain, node):
+    """Add ``node`` (whose best split gains ``gain``) to the frontier: a binary heap keyed
+    by ``-gain`` for best-first (ties: the lower node id), a stack for depth-first (the
+    last pushed pops first), a queue for breadth-first. A heap for every order cost
+    forests of fully grown trees a fifth of their time."""
     if order == BEST_FIRST:
-        key = -gain
-    elif order == DEPTH_FIRST:
-        key = -np.float64(counter[0])
+        heapq.heappush(items, (-gain, node))
     else:
-        key = np.float64(counter[0])
-    heapq.heappush(heap, (key, node))
+        items.append((-gain, node))
 
 
-@nb.njit(cache=True)
-def pop_frontier(heap):
+@nb.njit(cache=True, inline="always")
+def pop_frontier(items, head, order):
     """The next node to split, or -1 when the frontier is empty."""
-    if len(heap) == 0:
+    if order == BEST_FIRST:
+        if len(items) == 0:
+            return -1
+        return heapq.heappop(items)[1]
+    if order == DEPTH_FIRST:
+        if len(items) == 0:
+            return -1
+        return items.pop()[1]
+    if head[0] >= len(items):
         return -1
-    return heapq.heappop(heap)[1]
+    head[0] += 1
+    return items[head[0] - 1][1]
