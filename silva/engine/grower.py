@@ -320,26 +320,26 @@ def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_cate
 
 
 @nb.njit(cache=True, inline="always")
-def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots, data,
-                         rules, samples, buffers):
+def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
+                         scratch_hist, bin_codes, stats, sample_indices,
+                         histogram_min_samples, parallel_min_work):
     """The children's histograms (see :func:`silva.engine.nodes.
     schedule_children_histograms`): a child of at least ``histogram_min_samples``
     samples gets one. Returns the pool (it may have grown)."""
-    n_features = data.bin_codes.shape[0]
-    pending[0].needs_histogram = n_left >= rules.histogram_min_samples
-    pending[1].needs_histogram = n_right >= rules.histogram_min_samples
+    n_features = bin_codes.shape[0]
+    pending[0].needs_histogram = n_left >= histogram_min_samples
+    pending[1].needs_histogram = n_right >= histogram_min_samples
     pool, smaller, target, subtract = schedule_children_histograms(
         pending, n_left, n_right, parent_slot, pool, free_slots)
     if target == NO_HISTOGRAM:
         return pool
-    hist = buffers.scratch_histogram if target == SCRATCH else pool[target]
+    hist = scratch_hist if target == SCRATCH else pool[target]
     n_smaller = min(n_left, n_right)
-    build_histogram(hist, data.bin_codes, samples.stats, samples.sample_indices,
-                    pending[smaller].start, pending[smaller].end,
-                    n_smaller * n_features >= rules.parallel_min_work)
+    build_histogram(hist, bin_codes, stats, sample_indices, pending[smaller].start,
+                    pending[smaller].end, n_smaller * n_features >= parallel_min_work)
     if subtract:
         subtract_histogram(pool[parent_slot], hist,
-                           max(n_left, n_right) * n_features >= rules.parallel_min_work)
+                           max(n_left, n_right) * n_features >= parallel_min_work)
     return pool
 
 
@@ -492,7 +492,9 @@ def grow_tree(data, rules, samples):
         row.hist_slot = -1
         if parent_slot >= 0:
             pool = _children_histograms(pending, n_left, row.end - mid, parent_slot, pool,
-                                        free_slots, data, rules, samples, buffers)
+                                        free_slots, scratch_hist, bin_codes, stats,
+                                        sample_indices, rules.histogram_min_samples,
+                                        parallel_min_work)
         else:
             pending[0].slot = -1
             pending[1].slot = -1
