@@ -90,7 +90,7 @@ BEST_FIRST = 1  # the largest split gain first
 BREADTH_FIRST = 2  # a queue: level by level (XGBoost's depthwise growth)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def new_pending(n_channels):
     """Two pending-node records, reset, and their channel sums (2, n_channels)."""
     pending = np.zeros(2, dtype=PENDING)
@@ -101,7 +101,7 @@ def new_pending(n_channels):
     return pending, np.zeros((2, n_channels))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def grow_records(table, n_rows):
     """``table`` with room for ``n_rows`` records: itself, or a copy of twice the capacity
     (or ``n_rows``), the new records zeroed."""
@@ -113,7 +113,7 @@ def grow_records(table, n_rows):
     return grown
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def grow_rows(array, n_rows):
     """The 2-D per-node ``array`` with room for ``n_rows`` rows, as :func:`grow_records`."""
     capacity = array.shape[0]
@@ -135,7 +135,7 @@ def aligned_histograms(n_slots, n_features, n_bins, n_channels):
     return buffer[offset:offset + size].reshape((n_slots, n_features, n_bins, n_channels))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def take_slot(pool, free_slots):
     """``(pool, slot)``: a free histogram slot, the pool doubled when none is left (the
     new slots go to the free list, lowest first out)."""
@@ -191,7 +191,7 @@ def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, fr
     return pool, smaller, NO_HISTOGRAM, False
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, inline="always")
 def new_frontier():
     """An empty frontier: a list of ``(key, node)`` and the head of its queue."""
     # numba types a list by its first element: start with one, then empty it.
