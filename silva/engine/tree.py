@@ -80,11 +80,31 @@ def apply_tree(X, children_left, children_right, feature, threshold, missing_go_
 @nb.njit(cache=True)
 def apply_tree_serial(X, children_left, children_right, feature, threshold, missing_go_left,
                       is_categorical, bitsets):
-    """:func:`apply_tree` on the calling thread, for a few rows."""
+    """:func:`apply_tree` on the calling thread, for a few rows.
+
+    The walk is written out here rather than through :func:`_leaf_of_row`: inlined into
+    a loop that is not a parallel one, numba counted each array argument's references up
+    and down at every level of every row (atomic operations), which made this walk 50
+    times slower than the parallel one (3.5 against 0.06 ms, 4,000 rows, depth 13).
+    """
     leaves = np.empty(X.shape[0], dtype=np.int64)
+    n_codes = bitsets.shape[1] * 64
     for i in range(X.shape[0]):
-        leaves[i] = _leaf_of_row(X[i], children_left, children_right, feature, threshold,
-                                 missing_go_left, is_categorical, bitsets)
+        node = 0
+        while children_left[node] != -1:
+            x = X[i, feature[node]]
+            if np.isnan(x):
+                left = missing_go_left[node] != 0
+            elif is_categorical[node]:
+                if x < 0 or x >= n_codes or x != np.floor(x):
+                    left = missing_go_left[node] != 0
+                else:
+                    code = np.int64(x)
+                    left = (bitsets[node, code >> 6] >> np.uint64(code & 63)) & np.uint64(1) != 0
+            else:
+                left = x <= threshold[node]
+            node = children_left[node] if left else children_right[node]
+        leaves[i] = node
     return leaves
 
 
