@@ -64,9 +64,9 @@ def test_each_criterion_binds_its_own_scans():
         dense = bound["_evaluate_dense_parallel"].py_func.__globals__
         assert dense["evaluate_feature"] is bound["evaluate_feature"]
         grow = grower.compiled_grower(code)
-        open_node = grow.py_func.__globals__["_open_node"]
-        assert open_node.py_func.__globals__["find_node_split"] is finder
-        assert (open_node.py_func.__globals__["ORDER_STATISTICS"]
+        assert grow.py_func.__globals__["find_node_split"] is finder
+        fill_node = grow.py_func.__globals__["_fill_node"]
+        assert (fill_node.py_func.__globals__["ORDER_STATISTICS"]
                 == (code == criteria.ABSOLUTE_ERROR))
         assert grow.targetoptions["nogil"]
     # The template keeps its own globals: specialising never rebinds the module's.
