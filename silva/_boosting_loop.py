@@ -42,7 +42,7 @@ from silva.engine import gradient_histogram, losses
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
 from silva.engine.leaf_values import add_leaf_values, add_leaf_values_binned, leaf_sums
-from silva.engine.nodes import LEAF, UNDEFINED
+from silva.engine.nodes import LEAF, decision_arrays
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
 
@@ -310,15 +310,8 @@ def newton_value(sums, params, lower, upper):
 def make_tree(table, bitsets, values, n_features, n_categories):
     """A :class:`Tree` from the gradient grower's node table, category bitsets and the
     node values to store."""
-    leaf = table["left"] == LEAF
     return Tree(
-        n_features, 1,
-        children_left=table["left"].astype(np.intp),
-        children_right=table["right"].astype(np.intp),
-        feature=np.where(leaf, UNDEFINED, table["feature"]).astype(np.intp),
-        threshold=np.where(leaf, UNDEFINED, table["threshold"]),
-        missing_go_to_left=table["missing_left"].astype(np.uint8),
-        is_categorical=table["is_categorical"],
+        n_features, 1, **decision_arrays(table),
         category_bitsets=bitsets,
         value=values,
         impurity=np.zeros(table.shape[0]),

@@ -16,6 +16,7 @@ boosting) grow a tree in one compiled call and keep the same books:
   subtraction schedule (:func:`schedule_children_histograms`): only the smaller child's
   histogram is built from its samples, the larger child's is its parent's minus it,
   computed in the parent's slot (Ke et al. 2017, LightGBM);
+- the **table → Tree** arrays both tables hold alike (:func:`decision_arrays`);
 - the **frontier** of nodes waiting to be split (:func:`push_frontier`,
   :func:`pop_frontier`): depth-first (a stack), best-first (a heap, the largest gain
   first: Friedman 2001, Shi 2007) or breadth-first (a queue).
@@ -88,6 +89,22 @@ NO_HISTOGRAM = -2  # nowhere: neither child needs one
 DEPTH_FIRST = 0  # a stack: the left child of the last split first (CART's recursion)
 BEST_FIRST = 1  # the largest split gain first
 BREADTH_FIRST = 2  # a queue: level by level (XGBoost's depthwise growth)
+
+
+def decision_arrays(table):
+    """The arrays of :class:`~silva.engine.tree.Tree` that both node tables hold alike
+    (children, split feature and threshold, missing-value side, categorical flag), by
+    Tree's names; the grower-specific ones (impurity, sample counts, weights, values)
+    are each grower's caller's to add. Leaves keep ``UNDEFINED`` feature and threshold,
+    as the growers write them."""
+    return {
+        "children_left": table["left"].astype(np.intp),
+        "children_right": table["right"].astype(np.intp),
+        "feature": table["feature"].astype(np.intp),
+        "threshold": table["threshold"].copy(),
+        "missing_go_to_left": table["missing_left"].astype(np.uint8),
+        "is_categorical": table["is_categorical"].copy(),
+    }
 
 
 @nb.njit(cache=True, inline="always")

@@ -24,6 +24,7 @@ import numba as nb
 import numpy as np
 import scipy.sparse
 
+from silva.engine.nodes import decision_arrays
 from silva.engine.tree_interface import Split
 
 
@@ -183,13 +184,7 @@ class Tree:
         """Wrap the node table (:data:`silva.engine.nodes.CART_NODE` records) and arrays
         returned by :func:`silva.engine.grower.grow_tree`."""
         return cls(
-            n_features, n_classes,
-            children_left=table["left"].astype(np.intp),
-            children_right=table["right"].astype(np.intp),
-            feature=table["feature"].astype(np.intp),
-            threshold=table["threshold"],
-            missing_go_to_left=table["missing_left"].astype(np.uint8),
-            is_categorical=table["is_categorical"],
+            n_features, n_classes, **decision_arrays(table),
             category_bitsets=bitsets,
             value=values,
             impurity=table["impurity"],
