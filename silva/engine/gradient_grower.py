@@ -405,8 +405,14 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     max_leaf_nodes = rules.max_leaf_nodes
     constrained = _is_constrained(rules)
     columns = workspace.columns
-    (candidates, feature_score, feature_bin, feature_missing_left, feature_left,
-     feature_bitset, scan_scratch, rng_state) = search
+    candidates = search.candidates
+    feature_score = search.feature_score
+    feature_bin = search.feature_bin
+    feature_missing_left = search.feature_missing_left
+    feature_left = search.feature_left
+    feature_bitset = search.feature_bitset
+    scan_scratch = search.scan_scratch
+    rng_state = search.rng_state
     parent = -1
     depth = 0
     n_nodes = 0

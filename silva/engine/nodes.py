@@ -96,14 +96,15 @@ def decision_arrays(table):
     (children, split feature and threshold, missing-value side, categorical flag), by
     Tree's names; the grower-specific ones (impurity, sample counts, weights, values)
     are each grower's caller's to add. Leaves keep ``UNDEFINED`` feature and threshold,
-    as the growers write them."""
+    as the growers write them. Field views, not copies: Tree makes each array
+    contiguous."""
     return {
         "children_left": table["left"].astype(np.intp),
         "children_right": table["right"].astype(np.intp),
         "feature": table["feature"].astype(np.intp),
-        "threshold": table["threshold"].copy(),
+        "threshold": table["threshold"],
         "missing_go_to_left": table["missing_left"].astype(np.uint8),
-        "is_categorical": table["is_categorical"].copy(),
+        "is_categorical": table["is_categorical"],
     }
 
 

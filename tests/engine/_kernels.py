@@ -12,7 +12,7 @@ import silva.decision_tree
 from silva.engine import criteria, gradient_histogram, grower, nodes
 from silva.engine import leaf_values as leaf_updates
 from silva.engine import partition as partition_module
-from silva.engine.binning import Binner
+from silva.engine.cart import BinnedData
 from silva.engine.gradient_splitting import N_PARAMS, find_best_split
 from silva.engine.gradient_splitting import scan_numeric as _gradient_scan_numeric
 from silva.engine.histogram import build_histogram, subtract_histogram
@@ -55,13 +55,7 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
     else:
         y_model = y - np.average(y, weights=weights) if center else y
         n_classes, n_values = 1, 1
-    binner = Binner(max_bins, is_categorical)
-    bin_codes = binner.fit_transform(X)
-    n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
-    data = grower.CartData(bin_codes, np.ascontiguousarray(bin_codes.T), binner.n_value_bins_,
-                           is_categorical.astype(np.uint8), np.int64(binner.missing_bin_),
-                           binner.bin_lower_, binner.bin_upper_,
-                           np.int64(max(1, (int(n_categories) + 63) // 64)))
+    data = BinnedData.from_X(X, is_categorical, max_bins).compiled()
     rules = grower.cart_rules(
         code, n_classes, n_values, max_depth, 2, min_samples_leaf, 0.0, max_leaf_nodes, 0.0,
         n_features if max_features is None else max_features, splitter == "random",
