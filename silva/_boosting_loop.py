@@ -41,7 +41,7 @@ from silva.engine import gradient_grower as gg
 from silva.engine import gradient_histogram, losses
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
-from silva.engine.leaf_values import add_leaf_values, add_leaf_values_binned, leaf_sums
+from silva.engine.leaf_values import leaf_sums, leaf_updates
 from silva.engine.nodes import LEAF, decision_arrays
 from silva.engine.random import seed_from_random_state
 from silva.engine.tree import Tree
@@ -155,6 +155,12 @@ class IterationGrower:
     """
 
     def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
+        # Compile only the paths this fit takes: no parallel pass below 2 * BLOCK_ROWS
+        # rows or on one thread, no category scan without categorical features.
+        self.parallel = (n_threads > 1 and workspace.codes.shape[0]
+                         >= 2 * gradient_histogram.BLOCK_ROWS)
+        self.grow_tree = gg.compiled_gradient_grower(
+            parallel=self.parallel, categorical=bool(data.is_categorical.any()))
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
         self.two_lanes = two_lanes
@@ -170,7 +176,7 @@ class IterationGrower:
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
         chunksize = numba.set_parallel_chunksize(1)
         try:
-            table, bitsets = gg.grow_gradient_tree(
+            table, bitsets = self.grow_tree(
                 workspace, self.data, self.rules, sample_indices, feature_mask, seed,
                 np.bool_(serial), gradient_histogram.GradientStatistics(
                     grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
@@ -415,6 +421,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                          binner.missing_bin_, binner.bin_thresholds_, n_words),
         gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
                           n_bynode, config.monotonic, config.interaction_sets))
+    add_leaf_values, add_leaf_values_binned = leaf_updates(grower.parallel)
     iterations = progress(range(begin, end), total=end - begin,
                           enabled=bool(config.verbose), desc=label)
     try:

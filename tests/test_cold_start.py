@@ -5,10 +5,12 @@ import subprocess
 import sys
 import textwrap
 
+import numba
+import numpy as np
 import pytest
 
 import silva
-from silva.engine import criteria, grower, splitting
+from silva.engine import cart, criteria, grower, splitting
 from silva.engine.specialize import specialize
 
 
@@ -76,6 +78,83 @@ def test_each_criterion_binds_its_own_scans():
             is grower.compiled_grower(criteria.FRIEDMAN_MSE))
     assert (grower.compiled_grower(criteria.SQUARED_ERROR)
             is not grower.compiled_grower(criteria.ABSOLUTE_ERROR))
+
+
+_COMPILED_BY_A_SMALL_FIT = """
+    from numba.core import event
+    from sklearn.datasets import load_breast_cancer
+    import silva
+    compiled = set()
+    class Listener(event.Listener):
+        def on_start(self, e):
+            function = e.data["dispatcher"].py_func
+            compiled.add(f"{function.__module__}.{function.__qualname__}")
+        def on_end(self, e): pass
+    event.register("numba:compile", Listener())
+    X, y = load_breast_cancer(return_X_y=True)
+    silva.DecisionTreeClassifier(random_state=0).fit(X, y)
+    print("\\n".join(sorted(compiled)))
+"""
+
+
+def test_a_small_numeric_fit_compiles_only_the_paths_it_takes(tmp_path):
+    compiled = _run(_COMPILED_BY_A_SMALL_FIT, tmp_path, SILVA_COMPILE_NOTICE="0",
+                    NUMBA_NUM_THREADS="2").stdout.split()
+    assert "silva.engine.grower.grow_tree_gini_serial_numeric_plain_stack" in compiled
+    # No parallel region, category scan, significance test, heap or compiled binning
+    # (numpy bins small data), and no slice assignment's shape-check message.
+    for name in compiled:
+        assert "parallel" not in name and "categorical" not in name, name
+        for left_out in ("split_p_value", "heappush", "_fit_numeric_bins", "_map_to_bins",
+                         "raise_with_shape_context"):
+            assert left_out not in name, name
+
+
+def test_fits_choose_the_paths_their_data_take(monkeypatch):
+
+    chosen = []
+    compiled_grower = cart.compiled_grower
+
+    def recording(criterion, **paths):
+        chosen.append(paths)
+        return compiled_grower(criterion, **paths)
+
+    monkeypatch.setattr(cart, "compiled_grower", recording)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] > 0).astype(int)
+    silva.DecisionTreeClassifier().fit(X, y)
+    assert chosen[-1] == {"parallel": False, "categorical": False, "significance": False,
+                          "best_first": False}
+    X[:, 2] = rng.integers(0, 4, size=200)
+    silva.DecisionTreeClassifier(max_leaf_nodes=5, min_significance=0.05,
+                                 categorical_features=[2]).fit(X, y)
+    assert chosen[-1] == {"parallel": False, "categorical": True, "significance": True,
+                          "best_first": True}
+    # The root reaches the parallel threshold: the parallel paths are compiled.
+    big = rng.normal(size=(8000, 28))
+    silva.DecisionTreeClassifier(max_depth=2).fit(big, big[:, 0] > 0)
+    assert chosen[-1]["parallel"] == (numba.get_num_threads() > 1)
+
+
+def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
+    from silva.engine import gradient_grower
+
+    chosen = []
+    compiled = gradient_grower.compiled_gradient_grower
+
+    def recording(**paths):
+        chosen.append(paths)
+        return compiled(**paths)
+
+    monkeypatch.setattr(gradient_grower, "compiled_gradient_grower", recording)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    silva.GradientBoostingRegressor(n_estimators=2).fit(X, X[:, 0])
+    assert chosen[-1] == {"parallel": False, "categorical": False}
+    X[:, 2] = rng.integers(0, 4, size=300)
+    silva.GradientBoostingRegressor(n_estimators=2, categorical_features=[2]).fit(X, X[:, 0])
+    assert chosen[-1] == {"parallel": False, "categorical": True}
 
 
 def test_specialize_refuses_a_name_the_function_does_not_read():

@@ -20,6 +20,7 @@ forests (Meinshausen 2006) read.
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from silva.engine.binning import Binner
@@ -137,9 +138,16 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
         rules.use_random, rules.histogram_min_samples, parallel_min_work,
         rules.min_significance)
     samples = CartSamples(task.stats, task.y, task.weight, sample_indices, task.seed)
+    # Compile only the paths this fit takes (see compiled_grower): no parallel region
+    # when even the root is below the threshold, or with one thread.
+    parallel = (nb.get_num_threads() > 1
+                and sample_indices.shape[0] * data.n_features >= parallel_min_work)
+    grower = compiled_grower(rules.criterion, parallel=parallel,
+                             categorical=bool(data.is_categorical.any()),
+                             significance=rules.min_significance < 1.0,
+                             best_first=rules.max_leaf_nodes > 0)
     # The grower releases the GIL, so that threads grow trees at once.
-    table, values, bitsets = compiled_grower(rules.criterion)(
-        data.compiled(), compiled_rules, samples)
+    table, values, bitsets = grower(data.compiled(), compiled_rules, samples)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them

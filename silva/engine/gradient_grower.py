@@ -54,6 +54,7 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from silva.engine.array_copy import copy_vector
 from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.gradient_histogram import (
     COUNT_CHANNEL,
@@ -61,6 +62,7 @@ from silva.engine.gradient_histogram import (
     N_CHANNELS,
     WEIGHT_CHANNEL,
     node_histogram,
+    serial_node_histogram,
 )
 from silva.engine.gradient_splitting import (
     L1,
@@ -70,6 +72,7 @@ from silva.engine.gradient_splitting import (
     MIN_SAMPLES_LEAF,
     find_best_split,
     leaf_output,
+    numeric_split_finder,
 )
 from silva.engine.nodes import (
     BEST_FIRST,
@@ -91,6 +94,7 @@ from silva.engine.nodes import (
 )
 from silva.engine.partition import goes_left, partition
 from silva.engine.random import randint
+from silva.engine.specialize import specialize
 
 #: The binner's tables for a fit: bins per feature, categorical flags (uint8), the
 #: missing bin, the split thresholds (n_features, n_bins) and uint64 words per category
@@ -159,7 +163,15 @@ def _node_candidates(path_row, feature_mask, interaction_sets, features_per_node
             tmp = candidates[i]
             candidates[i] = candidates[j]
             candidates[j] = tmp
-        candidates[:features_per_node] = np.sort(candidates[:features_per_node])
+        # Insertion sort: np.sort (and a slice assignment) cost a cold first fit seconds
+        # of compiling, for a few dozen features at most.
+        for i in range(1, features_per_node):
+            f = candidates[i]
+            k = i - 1
+            while k >= 0 and candidates[k] > f:
+                candidates[k + 1] = candidates[k]
+                k -= 1
+            candidates[k + 1] = f
         n = features_per_node
     return n
 
@@ -167,13 +179,14 @@ def _node_candidates(path_row, feature_mask, interaction_sets, features_per_node
 @nb.njit(cache=True)
 def _leaf_samples(table, work_index, sample_indices):
     """Every leaf's samples, from whichever half of the workspace holds them, into
-    ``sample_indices[start:end]``. A slice copy per leaf (a memcpy): the element loop it
-    replaced took 13 times longer (1.1 ms against 0.09 for 800,000 samples in 31
-    leaves)."""
+    ``sample_indices[start:end]``. A vectorised copy of two views per leaf (see
+    :mod:`silva.engine.array_copy`): an element loop indexing the 2-D index took 13 times
+    longer (1.1 ms against 0.09 for 800,000 samples in 31 leaves)."""
     for node in range(table.shape[0]):
         row = table[node]
         if row.left == LEAF:
-            sample_indices[row.start:row.end] = work_index[row.data_half, row.start:row.end]
+            copy_vector(sample_indices[row.start:row.end],
+                        work_index[row.data_half, row.start:row.end])
 
 
 @nb.njit(cache=True)
@@ -253,7 +266,7 @@ def _accept_split(row, node_bitset, hist, gain, feature, split_bin, missing_left
     row.left_gradient = feature_left[feature, 1]
     row.left_hessian = feature_left[feature, 2]
     if is_categorical[feature]:
-        node_bitset[:] = feature_bitset[feature]
+        copy_vector(node_bitset, feature_bitset[feature])
     return True
 
 
@@ -376,7 +389,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     pending, pending_sums = new_pending(N_CHANNELS)
 
     # The root's samples start in half 0.
-    work_index[0, :n_total] = sample_indices
+    copy_vector(work_index[0], sample_indices)
     pending[0].end = n_total
     pool, slot = take_slot(pool, free_slots)
     # Flags and the start as np.bool_/np.int64, not literals: numba compiles a callee
@@ -432,7 +445,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
                     table[parent].left = node
                 else:
                     table[parent].right = node
-                paths[node] = paths[parent]
+                copy_vector(paths[node], paths[parent])
                 paths[node, table[parent].feature] = 1
             row.start = pending[p].start
             row.end = pending[p].end
@@ -451,10 +464,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
                 gain, feature, split_bin, missing_left = find_best_split(
                     hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
                     missing_bin, sums, params, row.lower, row.upper, constrained,
-                    # Serial: a node's scan takes tens of microseconds, less than
-                    # starting a parallel region (measured: 31 us serial, 4 ms parallel
-                    # on a loaded 2-core machine, 200k x 28).
-                    False, feature_score, feature_bin, feature_missing_left, feature_left,
+                    feature_score, feature_bin, feature_missing_left, feature_left,
                     feature_bitset, scan_scratch)
                 opened = _accept_split(row, bitsets[node], hist, gain, feature, split_bin,
                                        missing_left, n_value_bins, is_categorical,
@@ -500,3 +510,20 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     table = table[:n_nodes].copy()
     _leaf_samples(table, work_index, sample_indices)
     return table, bitsets[:n_nodes].copy()
+
+
+def compiled_gradient_grower(parallel=True, categorical=True):
+    """:func:`grow_gradient_tree` compiled for the paths a fit takes: ``parallel=False``
+    compiles no parallel histogram pass (a fit of fewer than ``2 * BLOCK_ROWS`` rows
+    never starts one, and with ``serial`` none runs), ``categorical=False`` no category
+    scan. Each left-out path is a second or more of a cold first fit; the trees grown
+    are the same."""
+    if parallel and categorical:
+        return grow_gradient_tree
+    bindings = {}
+    if not parallel:
+        bindings["node_histogram"] = serial_node_histogram()
+    if not categorical:
+        bindings["find_best_split"] = numeric_split_finder()
+    suffix = ("" if parallel else "serial") + ("" if categorical else "numeric")
+    return specialize(grow_gradient_tree, suffix, **bindings)

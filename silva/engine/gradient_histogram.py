@@ -35,6 +35,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from silva.engine.specialize import specialize
+
 #: The grower's buffers for one fit (:func:`make_workspace`).
 Workspace = namedtuple("Workspace", ["codes", "stats", "index", "histograms", "columns"])
 
@@ -61,6 +63,9 @@ WEIGHT_CHANNEL = 3
 # 52 ms. With 16384 the many children of 8,000-32,000 samples were serial passes.
 BLOCK_ROWS = 4096
 MAX_BLOCKS = 16
+# Bound to False in the copy serial_node_histogram() makes, which compiles no parallel
+# region: for fits whose passes never start one (fewer than 2 * BLOCK_ROWS rows).
+PARALLEL = True
 # At most this much memory for a fit's pool of node histograms (see pool_slots_for).
 POOL_BYTES = 64 * 2**20
 # How many rows ahead a histogram pass prefetches a sample's statistics.
@@ -321,15 +326,15 @@ def _sum_node(hist, parts, codes, index, stats, start, end, n_features, serial, 
     n_blocks = _n_blocks(end - start)
     if n_blocks == 1:
         _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics, fill)
-    elif serial:
+    elif PARALLEL and not serial:
+        _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features,
+                          n_blocks, statistics, fill)
+    else:
         for k in range(n_blocks):
             _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
                              n_blocks, statistics, fill)
         for f in range(n_features):
             _add_blocks(f, hist, parts, n_blocks)
-    else:
-        _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features,
-                          n_blocks, statistics, fill)
 
 
 @nb.njit(cache=True, inline="always")
@@ -396,3 +401,10 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
                   statistics, fill)
     if subtract:
         _subtract(parent, hist)
+
+
+def serial_node_histogram():
+    """:func:`node_histogram` compiled without its parallel passes (as with ``serial``),
+    for fits too small for them: a cold first fit then compiles no parallel region."""
+    return specialize(node_histogram, "serial",
+                      _sum_node=specialize(_sum_node, "serial", PARALLEL=False))

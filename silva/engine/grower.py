@@ -31,6 +31,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.absolute_error import node_median_and_impurity
+from silva.engine.array_copy import copy_rows, copy_vector
 from silva.engine.binning import midpoint
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
@@ -40,7 +41,7 @@ from silva.engine.criteria import (
     leaf_value,
     node_weight,
 )
-from silva.engine.histogram import build_histogram, subtract_histogram
+from silva.engine.histogram import build_histogram, serial_kernels, subtract_histogram
 from silva.engine.nodes import (
     BEST_FIRST,
     CART_NODE,
@@ -58,6 +59,7 @@ from silva.engine.nodes import (
     push_frontier,
     release_slot,
     schedule_children_histograms,
+    stack_frontier,
     take_slot,
 )
 from silva.engine.significance import split_p_value
@@ -67,6 +69,7 @@ from silva.engine.splitting import (
     kernel_suffix,
     make_split_scratch,
     split_finder,
+    variant_suffix,
     winning_left_sums,
 )
 
@@ -126,6 +129,7 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
 # some hundred scalar arguments), added a few hundred nanoseconds per node: forests of
 # fully grown trees (five features searched per node) grew 20-30% slower.
 ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
+SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not compiled
 
 
 @nb.njit(cache=True)
@@ -217,7 +221,8 @@ def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_
     """Keep the split found for ``row`` unless the significance test or
     ``min_impurity_decrease`` rejects it. Returns whether it was kept (the node joins
     the frontier)."""
-    if (feature >= 0 and rules.min_significance < 1.0 and rules.criterion < SQUARED_ERROR
+    if (SIGNIFICANCE and feature >= 0 and rules.min_significance < 1.0
+            and rules.criterion < SQUARED_ERROR
             and split_p_value(sums, winning_left_sums(split_scratch))
             > rules.min_significance):
         feature = -1
@@ -228,7 +233,7 @@ def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_
     row.split_bin = last_left_bin
     row.split_missing_left = missing_left
     if is_categorical[feature]:
-        node_bitset[:] = split_bitset
+        copy_vector(node_bitset, split_bitset)
     return True
 
 
@@ -290,9 +295,9 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
                 right_sums[c] += ordered_stats[i, c]
             n_right += 1
     mid = start + n_left
-    sample_indices[mid:end] = right_indices[:n_right]
-    code_words[mid:end] = right_words[:n_right]
-    ordered_stats[mid:end] = right_stats[:n_right]
+    copy_vector(sample_indices[mid:end], right_indices[:n_right])
+    copy_rows(code_words[mid:end], right_words[:n_right])
+    copy_rows(ordered_stats[mid:end], right_stats[:n_right])
     return n_left, largest_left_bin, smallest_right_bin
 
 
@@ -508,15 +513,37 @@ def grow_tree(data, rules, samples):
     return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
-def compiled_grower(criterion):
-    """:func:`grow_tree` compiled for one criterion code alone.
+def compiled_grower(criterion, parallel=True, categorical=True, significance=True,
+                    best_first=True):
+    """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
+    takes.
 
     The copy searches splits with that criterion's :func:`~silva.engine.splitting.
-    split_finder` and compiles no other criterion's kernels. It releases the GIL, so
-    that a forest grows its trees on several threads at once.
+    split_finder` and compiles no other criterion's kernels. ``parallel=False`` compiles
+    no parallel region (for fits whose root is below ``parallel_min_work``: none of
+    their nodes would open one), ``categorical=False`` no category scan (no categorical
+    feature), ``significance=False`` no significance test (``min_significance >= 1``),
+    ``best_first=False`` no heap (``max_leaf_nodes <= 0``: depth-first growth).
+    Each left-out path is a second or more of a cold first fit; the trees grown are the
+    same. The copy releases the GIL, so that a forest grows its trees on several threads
+    at once.
     """
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics)
-    return specialize(grow_tree, suffix, _fill_node=fill_node,
-                      find_node_split=split_finder(criterion))
+    variant = variant_suffix(suffix, parallel, categorical)
+    bindings = {"_fill_node": fill_node,
+                "find_node_split": split_finder(criterion, parallel, categorical)}
+    if not parallel:
+        build, subtract = serial_kernels()
+        bindings["build_histogram"] = build
+        bindings["_children_histograms"] = specialize(
+            _children_histograms, "serial", build_histogram=build,
+            subtract_histogram=subtract)
+    if not significance:
+        variant += "_plain"
+        bindings["_accept_split"] = specialize(_accept_split, "plain", SIGNIFICANCE=False)
+    if not best_first:
+        variant += "_stack"
+        bindings["push_frontier"], bindings["pop_frontier"] = stack_frontier()
+    return specialize(grow_tree, variant, **bindings)

@@ -15,6 +15,12 @@ the work.
 import numba as nb
 import numpy as np
 
+from silva.engine.specialize import specialize
+
+# Bound to False in the serial copies (:func:`serial_kernels`), which then compile no
+# parallel region.
+PARALLEL = True
+
 
 @nb.njit(cache=True)
 def gather_node_statistics(stats, sample_indices, start, end):
@@ -54,22 +60,40 @@ def _build_serial(hist, bin_codes, node_stats, sample_indices, start, end):
 def build_histogram(hist, bin_codes, stats, sample_indices, start, end, parallel):
     """Fill ``hist`` (n_features, n_bins, n_channels) for samples ``[start, end)``."""
     node_stats = gather_node_statistics(stats, sample_indices, start, end)
-    if parallel:
+    if PARALLEL and parallel:
         _build_parallel(hist, bin_codes, node_stats, sample_indices, start, end)
     else:
         _build_serial(hist, bin_codes, node_stats, sample_indices, start, end)
 
 
+@nb.njit(cache=True, inline="always")
+def _subtract_feature(parent_f, child_f):
+    # Written out: an array expression compiles numba's shape check and the string
+    # formatting of its message (see silva.engine.array_copy).
+    for b in range(parent_f.shape[0]):
+        for c in range(parent_f.shape[1]):
+            parent_f[b, c] -= child_f[b, c]
+
+
 @nb.njit(cache=True, parallel=True)
 def _subtract_parallel(parent, child):
     for f in nb.prange(parent.shape[0]):
-        parent[f] -= child[f]
+        _subtract_feature(parent[f], child[f])
 
 
 @nb.njit(cache=True)
 def subtract_histogram(parent, child, parallel):
     """Turn ``parent`` into its other child's histogram: ``parent -= child``, in place."""
-    if parallel:
+    if PARALLEL and parallel:
         _subtract_parallel(parent, child)
     else:
-        parent -= child
+        for f in range(parent.shape[0]):
+            _subtract_feature(parent[f], child[f])
+
+
+def serial_kernels():
+    """``(build_histogram, subtract_histogram)`` compiled without their parallel paths:
+    for fits whose nodes never reach the parallel threshold, which then compile no
+    parallel region (each of numba's costs about a second on a cold first fit)."""
+    return (specialize(build_histogram, "serial", PARALLEL=False),
+            specialize(subtract_histogram, "serial", PARALLEL=False))

@@ -8,6 +8,7 @@ import numpy as np
 from silva.engine.gradient_histogram import _prefetch
 from silva.engine.nodes import LEAF
 from silva.engine.partition import goes_left
+from silva.engine.specialize import serial_copy
 
 # How many samples ahead add_leaf_values prefetches a sample's raw prediction.
 UPDATE_PREFETCH_ROWS = 64
@@ -65,3 +66,13 @@ def leaf_sums(gradient, hessian, column, weight, sample_indices, table, out):
             s = sample_indices[i]
             out[node, 0] += weight[s] * gradient[s, column]
             out[node, 1] += weight[s] * hessian[s, column]
+
+
+def leaf_updates(parallel):
+    """``(add_leaf_values, add_leaf_values_binned)``, or with ``parallel=False`` their
+    copies compiled without a parallel region (for fits too small to need one: a cold
+    first fit then compiles none). The sums are the same either way: each sample's raw
+    prediction gets one addition."""
+    if parallel:
+        return add_leaf_values, add_leaf_values_binned
+    return serial_copy(add_leaf_values), serial_copy(add_leaf_values_binned)

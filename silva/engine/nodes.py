@@ -27,6 +27,9 @@ import heapq
 import numba as nb
 import numpy as np
 
+from silva.engine.array_copy import copy_rows, copy_vector
+from silva.engine.specialize import specialize
+
 LEAF = -1  # children of a leaf
 UNDEFINED = -2  # feature and threshold of a leaf, threshold of a categorical split
 
@@ -89,6 +92,9 @@ NO_HISTOGRAM = -2  # nowhere: neither child needs one
 DEPTH_FIRST = 0  # a stack: the left child of the last split first (CART's recursion)
 BEST_FIRST = 1  # the largest split gain first
 BREADTH_FIRST = 2  # a queue: level by level (XGBoost's depthwise growth)
+# Bound to False in the frontier copies of growers that never grow best-first
+# (stack_frontier()), which then compile no heap.
+HEAP = True
 
 
 def decision_arrays(table):
@@ -127,7 +133,7 @@ def grow_records(table, n_rows):
     if n_rows <= capacity:
         return table
     grown = np.zeros(max(2 * capacity, n_rows), dtype=table.dtype)
-    grown[:capacity] = table
+    copy_vector(grown, table)
     return grown
 
 
@@ -138,7 +144,7 @@ def grow_rows(array, n_rows):
     if n_rows <= capacity:
         return array
     grown = np.zeros((max(2 * capacity, n_rows), array.shape[1]), dtype=array.dtype)
-    grown[:capacity] = array
+    copy_rows(grown, array)
     return grown
 
 
@@ -161,7 +167,9 @@ def take_slot(pool, free_slots):
         return pool, free_slots.pop()
     n_slots = pool.shape[0]
     grown = aligned_histograms(2 * n_slots, pool.shape[1], pool.shape[2], pool.shape[3])
-    grown[:n_slots] = pool
+    for slot in range(n_slots):
+        for f in range(pool.shape[1]):
+            copy_rows(grown[slot, f], pool[slot, f])
     for slot in range(2 * n_slots - 1, n_slots, -1):
         free_slots.append(slot)
     return grown, n_slots
@@ -224,7 +232,7 @@ def push_frontier(items, head, order, gain, node):
     by ``-gain`` for best-first (ties: the lower node id), a stack for depth-first (the
     last pushed pops first), a queue for breadth-first. A heap for every order cost
     forests of fully grown trees a fifth of their time."""
-    if order == BEST_FIRST:
+    if HEAP and order == BEST_FIRST:
         heapq.heappush(items, (-gain, node))
     else:
         items.append((-gain, node))
@@ -233,7 +241,7 @@ def push_frontier(items, head, order, gain, node):
 @nb.njit(cache=True, inline="always")
 def pop_frontier(items, head, order):
     """The next node to split, or -1 when the frontier is empty."""
-    if order == BEST_FIRST:
+    if HEAP and order == BEST_FIRST:
         if len(items) == 0:
             return -1
         return heapq.heappop(items)[1]
@@ -245,3 +253,11 @@ def pop_frontier(items, head, order):
         return -1
     head[0] += 1
     return items[head[0] - 1][1]
+
+
+def stack_frontier():
+    """``(push_frontier, pop_frontier)`` compiled without the heap of best-first growth,
+    for growers that only grow depth-first or breadth-first (a heap's compile is half a
+    second of a cold first fit)."""
+    return (specialize(push_frontier, "no_heap", HEAP=False),
+            specialize(pop_frontier, "no_heap", HEAP=False))

@@ -15,6 +15,8 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from silva.engine.array_copy import copy_vector
+
 
 @nb.njit(cache=True, inline="always")
 def goes_left(code, missing_bin, split_bin, missing_left, categorical, bitset_row):
@@ -133,7 +135,7 @@ def _split_block(column, index_from, index_to, first, last, missing, split, miss
         to_left += left
         to_right += 1 - left
     # The right ones after the left ones.
-    index_to[to_left:last] = index_from[first:to_right]
+    copy_vector(index_to[to_left:last], index_from[first:to_right])
     return to_left - first
 
 

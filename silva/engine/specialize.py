@@ -36,6 +36,18 @@ def specialize(dispatcher, suffix, **bindings):
     ``<name>_<suffix>``. ``suffix`` must identify ``bindings``: the same (function,
     suffix) always returns the first copy made.
     """
+    return _copy(dispatcher, suffix, bindings, {})
+
+
+def serial_copy(dispatcher, **bindings):
+    """:func:`specialize` under the suffix ``serial``, compiled without ``parallel``:
+    its ``prange`` loops run as ``range`` loops, in the calling thread. For inputs too
+    small for a parallel region, which then costs no compile (about a second or more
+    of a cold first fit each)."""
+    return _copy(dispatcher, "serial", bindings, {"parallel": False})
+
+
+def _copy(dispatcher, suffix, bindings, option_changes):
     key = (dispatcher, suffix)
     copy = _COPIES.get(key)
     if copy is not None:
@@ -54,6 +66,7 @@ def specialize(dispatcher, suffix, **bindings):
     function.__kwdefaults__ = source.__kwdefaults__
     options = {name: value for name, value in dispatcher.targetoptions.items()
                if name != "nopython"}  # implied by njit, which warns when it is given
+    options.update(option_changes)
     copy = nb.njit(**options)(function)
     if isinstance(dispatcher._cache, FunctionCache):  # the original has cache=True
         copy.enable_caching()

@@ -37,6 +37,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.absolute_error import evaluate_feature_absolute_error
+from silva.engine.array_copy import copy_vector
 from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
@@ -130,7 +131,8 @@ def _make_scans(proxy, criterion_name):
                     best_gain = gain
                     best_bin = bins[i] if i < n_present - 1 else ALL_VALUE_BINS
                     best_missing_left = missing_left
-                    best_left[:] = left
+                    for c in range(n_channels):
+                        best_left[c] = left[c]
                     # Without missing values in the node, missing values at prediction time
                     # follow the child with more samples.
                     if not has_missing:
@@ -261,6 +263,11 @@ _PROXY_OF_CRITERION = {
 scan_numeric = None  # the criterion's threshold scan
 scan_categorical = None  # the criterion's category scan
 ORDER_STATISTICS = False  # absolute_error: splits from order statistics, not histograms
+# Bound to False by split_finder() for fits that never take these paths, which are then
+# not compiled: CATEGORICAL, a fit without categorical features (no category scan);
+# PARALLEL, a fit whose root node is below the parallel threshold (no parallel search).
+CATEGORICAL = True
+PARALLEL = True
 
 
 @nb.njit(cache=True, inline="always")
@@ -437,7 +444,7 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
     is_constant = n_present + (1 if missing[0] > 0 else 0) < 2
     if is_constant:
         return _NO_SPLIT, -1, False, True
-    if is_categorical_f:
+    if CATEGORICAL and is_categorical_f:
         gain, missing_left = scan_categorical(
             criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
             min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
@@ -600,7 +607,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
         seeds = all_seeds[:batch]
         for j in range(batch):
             seeds[j] = next_uint64(rng_state) if use_random else 0
-        if use_histogram and parallel:
+        if PARALLEL and use_histogram and parallel:
             gains = np.empty(batch)
             last_bins = np.empty(batch, dtype=np.int64)
             missing_lefts = np.empty(batch, dtype=np.bool_)
@@ -620,8 +627,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_feature = features[j]
                     best_bin = last_bins[j]
                     best_missing_left = missing_lefts[j]
-                    out_bitset[:] = bitsets[j]
-                    node_left[:] = lefts[j]
+                    copy_vector(out_bitset, bitsets[j])
+                    copy_vector(node_left, lefts[j])
         else:
             for j in range(batch):
                 f = features[j]
@@ -640,7 +647,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         best_bin = last_left_bin
                         best_missing_left = missing_left
                         if is_categorical[f]:
-                            out_bitset[:] = bitset
+                            copy_vector(out_bitset, bitset)
                     continue
                 if use_random and not use_histogram and not is_categorical[f]:
                     # Extra trees straight from the rows: no per-bin histogram.
@@ -676,9 +683,9 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_feature = f
                     best_bin = last_left_bin
                     best_missing_left = missing_left
-                    node_left[:] = feature_left
+                    copy_vector(node_left, feature_left)
                     if is_categorical[f]:
-                        out_bitset[:] = bitset
+                        copy_vector(out_bitset, bitset)
         n_visited += batch
     if best_feature < 0 or ORDER_STATISTICS:
         return best_gain, best_feature, best_bin, best_missing_left
@@ -690,23 +697,34 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-def split_finder(criterion):
+def split_finder(criterion, parallel=True, categorical=True):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
     search) and nothing else, so a first fit compiles one criterion rather than all of
     them (see :mod:`silva.engine.specialize`, which also keeps each copy, so that
-    criteria binding the same kernels share one).
+    criteria binding the same kernels share one). ``parallel=False`` leaves out the
+    parallel search (the copy searches serially whatever its ``parallel`` argument),
+    ``categorical=False`` the category scan (the copy treats every feature as numeric).
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
-    feature = specialize(evaluate_feature, suffix, scan_categorical=categorical_scan,
-                         evaluate_numeric=numeric)
-    dense_parallel = specialize(_evaluate_dense_parallel, suffix, evaluate_feature=feature)
-    return specialize(find_node_split, suffix, evaluate_feature=feature,
-                      evaluate_numeric=numeric, _evaluate_dense_parallel=dense_parallel,
-                      ORDER_STATISTICS=criterion == ABSOLUTE_ERROR)
+    feature_suffix = suffix if categorical else f"{suffix}_numeric"
+    feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
+                         evaluate_numeric=numeric, CATEGORICAL=categorical)
+    bindings = {"evaluate_feature": feature, "evaluate_numeric": numeric,
+                "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel}
+    if parallel:
+        bindings["_evaluate_dense_parallel"] = specialize(
+            _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)
+    return specialize(find_node_split, variant_suffix(suffix, parallel, categorical),
+                      **bindings)
+
+
+def variant_suffix(suffix, parallel, categorical):
+    """``suffix`` extended with the paths a specialised copy leaves out."""
+    return suffix + ("" if parallel else "_serial") + ("" if categorical else "_numeric")
 
 
 def kernel_suffix(criterion):

@@ -132,7 +132,7 @@ def gradient_scan_numeric(*, hist_f, n_bins, missing_bin, node_sums, params):
 
 
 def find_gradient_split(*, hist, n_value_bins, is_categorical, missing_bin, node_sums,
-                        params, parallel=False):
+                        params):
     """Best split of a node over all its features, unconstrained: ``(gain, feature,
     last_left_bin, missing_go_left, left_sums)``; ``feature`` is -1 when none passes."""
     n_features, n_bins = hist.shape[:2]
@@ -141,7 +141,7 @@ def find_gradient_split(*, hist, n_value_bins, is_categorical, missing_bin, node
     gain, feature, split_bin, missing_left = find_best_split(
         hist, candidates, n_features, np.asarray(n_value_bins, dtype=np.int64),
         np.asarray(is_categorical, dtype=np.uint8), np.zeros(n_features, dtype=np.int8),
-        missing_bin, node_sums, params, -np.inf, np.inf, False, parallel,
+        missing_bin, node_sums, params, -np.inf, np.inf, False,
         np.empty(n_features), np.empty(n_features, dtype=np.int64),
         np.empty(n_features, dtype=np.uint8), feature_left,
         np.zeros((n_features, max(1, (n_bins + 63) // 64)), dtype=np.uint64),

@@ -1,9 +1,22 @@
-"""Binning: raw values to bin codes, against numpy references."""
+"""Binning: raw values to bin codes, against numpy references.
+
+Every test runs twice: on the numpy path that small data takes and on the compiled
+kernels of large data (``NUMPY_BINNING_MAX_VALUES`` moved so that each path bins
+everything), which must give the same edges and codes.
+"""
 
 import numpy as np
 import pytest
 
+from silva.engine import binning
 from silva.engine.binning import Binner
+
+
+@pytest.fixture(autouse=True, params=["numpy", "compiled"])
+def binning_path(request, monkeypatch):
+    limit = np.iinfo(np.int64).max if request.param == "numpy" else -1
+    monkeypatch.setattr(binning, "NUMPY_BINNING_MAX_VALUES", limit)
+    return request.param
 
 
 def test_exact_binning_one_bin_per_value():
@@ -100,6 +113,43 @@ def test_wide_codes_switch_to_uint16():
     np.testing.assert_array_equal(codes[0], np.arange(1000))
 
 
+def _adversarial_columns(rng, n_samples):
+    """Columns that stress the edge rules: signed zeros, infinities, heavy values,
+    adjacent floats, all missing, one value, few and many distinct values."""
+    tiny = np.nextafter(0.0, 1.0)
+    return [
+        rng.choice([-0.0, 0.0, 1.0, -1.0], n_samples),
+        rng.choice([0.0, 2.0, np.inf, -np.inf, np.nan], n_samples),
+        np.where(rng.random(n_samples) < 0.7, 3.0, rng.normal(size=n_samples)),
+        rng.choice([1.0, np.nextafter(1.0, 2.0), np.nextafter(1.0, 0.0)], n_samples),
+        np.full(n_samples, np.nan),
+        np.full(n_samples, -0.0),
+        rng.choice([-tiny, tiny, 0.0, -0.0], n_samples),
+        rng.integers(0, 300, n_samples) * 0.5,
+        rng.standard_cauchy(n_samples),
+        np.where(rng.random(n_samples) < 0.3, np.nan, rng.normal(size=n_samples)),
+    ]
+
+
+@pytest.mark.parametrize("n_samples", [1, 7, 600, 5000])
+@pytest.mark.parametrize("max_bins", [2, 5, 255])
+def test_numpy_and_compiled_paths_agree(n_samples, max_bins):
+    rng = np.random.default_rng(n_samples * 1000 + max_bins)
+    X = np.column_stack(_adversarial_columns(rng, n_samples))
+    is_categorical = np.zeros(X.shape[1], dtype=bool)
+    binned = {}
+    for path, limit in (("numpy", np.iinfo(np.int64).max), ("compiled", -1)):
+        binning.NUMPY_BINNING_MAX_VALUES = limit
+        binner = Binner(max_bins, is_categorical)
+        binned[path] = binner, binner.fit_transform(X)
+    (numpy_binner, numpy_codes), (compiled_binner, compiled_codes) = binned.values()
+    np.testing.assert_array_equal(numpy_binner.n_value_bins_, compiled_binner.n_value_bins_)
+    for name in ("bin_thresholds_", "bin_lower_", "bin_upper_"):
+        # Compared bit for bit: -0.0 against 0.0 counts as a difference.
+        np.testing.assert_array_equal(getattr(numpy_binner, name).view(np.int64),
+                                      getattr(compiled_binner, name).view(np.int64),
+                                      err_msg=name)
+    np.testing.assert_array_equal(numpy_codes, compiled_codes)
 
 
 # ----------------------------------------------------------- against a numpy reference

@@ -132,17 +132,16 @@ def test_node_gain_is_half_the_newton_gain_minus_min_split_gain(seed):
         expected, _, _ = _brute_force(hist[f], n_bins, n_bins, node_sums, 0.0, l2, 0.0, 0.0)
         best = max(best, expected)
     expected_gain = 0.5 * (best - newton(node_sums[1], node_sums[2])) - min_split_gain
-    for parallel in (False, True):
-        gain, feature, _, _, left = find_gradient_split(
-            hist=hist, n_value_bins=np.full(n_features, n_bins),
-            is_categorical=np.zeros(n_features, bool), missing_bin=n_bins,
-            node_sums=node_sums, params=params, parallel=parallel)
-        np.testing.assert_allclose(gain, expected_gain, rtol=1e-10)
-        right = node_sums - left
-        recomputed = 0.5 * (newton(left[1], left[2]) + newton(right[1], right[2])
-                            - newton(node_sums[1], node_sums[2])) - min_split_gain
-        np.testing.assert_allclose(recomputed, gain, rtol=1e-10)
-        assert 0 <= feature < n_features
+    gain, feature, _, _, left = find_gradient_split(
+        hist=hist, n_value_bins=np.full(n_features, n_bins),
+        is_categorical=np.zeros(n_features, bool), missing_bin=n_bins,
+        node_sums=node_sums, params=params)
+    np.testing.assert_allclose(gain, expected_gain, rtol=1e-10)
+    right = node_sums - left
+    recomputed = 0.5 * (newton(left[1], left[2]) + newton(right[1], right[2])
+                        - newton(node_sums[1], node_sums[2])) - min_split_gain
+    np.testing.assert_allclose(recomputed, gain, rtol=1e-10)
+    assert 0 <= feature < n_features
 
 
 @pytest.mark.parametrize("seed", range(4))
