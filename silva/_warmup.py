@@ -3,10 +3,10 @@
 numba compiles each kernel on its first call and caches the machine code on disk (see
 :mod:`silva.engine.compile_notice`). A container image, a CI job or a teaching lab that
 wants every user's first fit to be fast runs this once, after installing silva: it fits
-each chosen estimator on a few dozen rows, with the options users start from, in
-parallel worker processes (compiling is single-threaded; kernels that estimators
-share may be compiled by more than one worker), and predicts with it, so that the
-cache holds what those calls reach.
+each chosen estimator on a few dozen rows and on 9,000 rows (small and large data take
+kernels of their own), with the options users start from, in parallel worker processes
+(compiling is single-threaded; kernels that estimators share may be compiled by more
+than one worker), and predicts with it, so that the cache holds what those calls reach.
 
 Kernels that a configuration reaches only with other options (another criterion, loss
 or splitter) are compiled when first used, as without warm-up.
@@ -39,14 +39,20 @@ _CONFIGURATIONS = {
 }
 
 
-def _small_data(classifier, n_classes):
+# A fit compiles the paths its data take (silva.engine.grower.compiled_grower): a few
+# dozen rows take the serial kernels and numpy's binning; this many rows x features
+# take the parallel ones and the compiled binning, which large data use.
+_LARGE_ROWS, _LARGE_FEATURES = 9000, 28
+
+
+def _data(classifier, n_classes, n_rows=60, n_features=4):
     rng = np.random.RandomState(0)
-    X = rng.normal(size=(60, 4))
+    X = rng.normal(size=(n_rows, n_features))
     X[::7, 1] = np.nan  # the missing-value paths
     if classifier:
-        y = np.arange(60) % n_classes
+        y = np.arange(n_rows) % n_classes
     else:
-        y = X[:, 0] * 2.0 + rng.normal(size=60)
+        y = X[:, 0] * 2.0 + rng.normal(size=n_rows)
     return X, y
 
 
@@ -130,9 +136,10 @@ def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the buil
         estimator_class = getattr(silva, name)
         classifier = name.endswith("Classifier")
         # Binary and multiclass classification take different loss kernels in boosting.
-        jobs.append([(estimator_class(**params), *_small_data(classifier, n_classes))
+        jobs.append([(estimator_class(**params), *_data(classifier, n_classes, *size))
                      for params in _CONFIGURATIONS[name]
-                     for n_classes in ((2, 3) if classifier else (0,))])
+                     for n_classes in ((2, 3) if classifier else (0,))
+                     for size in ((60, 4), (_LARGE_ROWS, _LARGE_FEATURES))])
 
     def report(index, seconds):
         if verbose:

@@ -48,6 +48,15 @@ CASES = {
            lambda: silva.DecisionTreeClassifier(random_state=0)),
     "dtr_best": (lambda: _regression(200_000),
                  lambda: silva.DecisionTreeRegressor(max_leaf_nodes=1000, random_state=0)),
+    # Small tables, where binning and per-call costs weigh most (issue 18).
+    "dt_1k": (lambda: _classification(1000),
+              lambda: silva.DecisionTreeClassifier(random_state=0)),
+    "dt_5k": (lambda: _classification(5000),
+              lambda: silva.DecisionTreeClassifier(random_state=0)),
+    "rf_2k": (lambda: _classification(2000),
+              lambda: silva.RandomForestClassifier(n_estimators=100, random_state=0)),
+    "gb_2k": (lambda: _classification(2000),
+              lambda: silva.GradientBoostingClassifier(n_estimators=100, random_state=0)),
 }
 
 
