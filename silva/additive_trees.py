@@ -221,14 +221,11 @@ def _expand_multiway(tree, leaf_values, columns, nodes):
         column = int(columns[tree.feature[node]])
         start, n_branches = tree.first_branch[node], tree.n_branches[node]
         children = tree.branch_child[start:start + n_branches]
-        # A value that takes no branch is classified by this node's own distribution, a
-        # leaf made on first use (an unreferenced node would be an orphan in the export).
-        own_leaf = []
-
+        # A value that takes no branch is classified by this node's own distribution: a
+        # new leaf for each place that needs one, so the result stays a tree (Treelite
+        # refuses a node with two parents) and has no unreferenced node.
         def own(node=node):
-            if not own_leaf:
-                own_leaf.append(nodes.add(value=leaf_values[node]))
-            return own_leaf[0]
+            return nodes.add(value=leaf_values[node])
 
         # The chain's tests, in order: (test, threshold, subtree or None for `own`).
         if kind == multiway.THRESHOLD:
