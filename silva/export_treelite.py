@@ -28,6 +28,8 @@ Treelite; the codes silva's encoders produce are integers or NaN.
 
 from __future__ import annotations
 
+import numpy as np
+
 from silva.additive_trees import EQUAL, LEAF, MEMBER, additive_model
 
 __all__ = ["to_treelite"]
@@ -116,7 +118,11 @@ def to_treelite(model):
 def _build_tree(builder, tree, width):
     builder.start_tree()
     tests, features = tree.test.tolist(), tree.feature.tolist()
-    thresholds, missing_true = tree.threshold.tolist(), tree.missing_true.tolist()
+    # A split of present against missing values tests x <= +inf; the largest float64
+    # decides the same for every finite x (silva refuses infinite inputs), and keeps
+    # Treelite's JSON dump valid (it writes infinities as nothing).
+    thresholds = np.minimum(tree.threshold, np.finfo(np.float64).max).tolist()
+    missing_true = tree.missing_true.tolist()
     true_child, false_child = tree.true_child.tolist(), tree.false_child.tolist()
     for node in range(tree.n_nodes):
         builder.start_node(node)
