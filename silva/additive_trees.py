@@ -52,7 +52,7 @@ from silva.engine.multiway import MultiwayTree
 from silva.engine.tree import Tree
 
 __all__ = ["EQUAL", "LEAF", "LESS_EQUAL", "MEMBER", "AdditiveModel", "AdditiveTree",
-           "BinaryTree", "additive_model"]
+           "BinaryTree", "additive_model", "binary_tree", "weighted_median_model"]
 
 LEAF, LESS_EQUAL, EQUAL, MEMBER = -1, 0, 1, 2
 
@@ -96,6 +96,9 @@ class AdditiveModel(NamedTuple):
 
     ``classes`` is the classifier's ``classes_`` (None for regressors): the predicted
     label is ``classes[argmax(outputs)]``, the first of equals, as silva's ``predict``.
+    The link ``"weighted_median"`` (:func:`weighted_median_model` only) is not additive:
+    output column ``m`` is member ``m``'s prediction, and the model predicts their
+    median weighted by ``member_weights``.
     """
 
     estimator: str
@@ -105,6 +108,7 @@ class AdditiveModel(NamedTuple):
     base_score: np.ndarray
     link: str
     classes: np.ndarray | None
+    member_weights: np.ndarray | None = None
 
 
 class _NodeList:
@@ -408,11 +412,28 @@ def _adaboost_classifier(model):
                          "softmax", _classes(model))
 
 
+def weighted_median_model(model):
+    """An AdaBoostRegressor of silva regression trees as an :class:`AdditiveModel` with
+    the link ``"weighted_median"``: learner ``m``'s tree writes output column ``m``, and
+    ``member_weights`` are the learners' weights (AdaBoost.R2, Drucker 1997: the
+    prediction is the smallest learner prediction whose cumulative weight, learners
+    sorted by prediction, reaches half the total)."""
+    _require_fitted(model, "estimators_")
+    owner = _name(model)
+    trees = [AdditiveTree(binary_tree(_tree_of(learner, owner),
+                                      _tree_of(learner, owner).value[:, 0, :1]), m)
+             for m, learner in enumerate(model.estimators_)]
+    return AdditiveModel(owner, model.n_features_in_, len(trees), trees,
+                         np.zeros(len(trees)), "weighted_median", None,
+                         np.asarray(model.estimator_weights_, dtype=np.float64))
+
+
 def _adaboost_regressor(model):
     raise NotImplementedError(
-        "AdaBoostRegressor cannot be exported: it predicts the weighted median of its "
-        "learners' predictions (AdaBoost.R2, Drucker 1997), while the tree-ensemble "
-        "operators of ONNX-ML and Treelite only add (or average) leaf values.")
+        "AdaBoostRegressor cannot be exported to Treelite: it predicts the weighted "
+        "median of its learners' predictions (AdaBoost.R2, Drucker 1997), while Treelite's "
+        "trees only add (or average) their leaf values. silva.to_onnx exports it (the "
+        "median is computed by standard ONNX operators after the trees).")
 
 
 def additive_model(model):
@@ -421,8 +442,9 @@ def additive_model(model):
     Supported: DecisionTreeClassifier/Regressor, ID3Classifier, RandomForest* and
     ExtraTrees*, Bagging* of silva trees, GradientBoostingClassifier/Regressor (every
     built-in loss and custom objectives) and AdaBoostClassifier of silva trees. Raises
-    NotFittedError for an unfitted model, NotImplementedError for C45Classifier and
-    AdaBoostRegressor (see the module docstring and :func:`_adaboost_regressor`), and
+    NotFittedError for an unfitted model, NotImplementedError for C45Classifier (see the
+    module docstring) and AdaBoostRegressor (a weighted median, not a sum: see
+    :func:`weighted_median_model`), and
     TypeError for anything else.
     """
     from silva.adaboost import AdaBoostClassifier, AdaBoostRegressor

@@ -35,7 +35,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from silva.additive_trees import EQUAL, EXP_CLIP, LEAF, LESS_EQUAL, MEMBER, additive_model
+from silva.additive_trees import (
+    EQUAL,
+    EXP_CLIP,
+    LEAF,
+    LESS_EQUAL,
+    MEMBER,
+    additive_model,
+    weighted_median_model,
+)
 
 __all__ = ["DEFAULT_OPSET", "float32_thresholds", "onnx_input", "to_onnx"]
 
@@ -204,7 +212,9 @@ def to_onnx(model, *, target_opset=None, name=None, dtype=np.float32):
         Bagging* of silva trees, GradientBoostingClassifier (log loss: sigmoid for two
         classes, softmax for more; exponential loss; custom objectives) and
         GradientBoostingRegressor (identity link, or ``Exp`` for the poisson, gamma and
-        tweedie losses), AdaBoostClassifier of silva trees (softmax of the class scores).
+        tweedie losses), AdaBoostClassifier of silva trees (softmax of the class scores)
+        and AdaBoostRegressor of silva trees (the learners' weighted median, computed
+        after the trees by ``TopK``, ``CumSum`` and ``GatherElements``).
     target_opset : int or dict, optional
         The ``ai.onnx`` opset (default 21, at least 13), or a dict of domain to opset
         (``{"": 21, "ai.onnx.ml": 5}``); ``ai.onnx.ml`` must be 5 or more.
@@ -226,8 +236,7 @@ def to_onnx(model, *, target_opset=None, name=None, dtype=np.float32):
     NotFittedError
         ``model`` is not fitted.
     NotImplementedError
-        C45Classifier (fractional missing values) and AdaBoostRegressor (a weighted
-        median): no tree-ensemble operator expresses them.
+        C45Classifier: its fractional missing values have no path of binary tests.
     TypeError
         Any other model (voting and stacking ensembles, bagging of non-tree models).
     ImportError
@@ -245,9 +254,14 @@ def to_onnx(model, *, target_opset=None, name=None, dtype=np.float32):
     onnx = _import_onnx()
     from onnx import helper, numpy_helper
 
+    from silva.adaboost import AdaBoostRegressor
+
     dtype = _check_dtype(dtype)
     opset = _check_opset(target_opset)
-    additive = additive_model(model)
+    if isinstance(model, AdaBoostRegressor):
+        additive = weighted_median_model(model)
+    else:
+        additive = additive_model(model)
     elem = onnx.TensorProto.FLOAT if dtype == np.float32 else onnx.TensorProto.DOUBLE
     attributes = _tree_ensemble_attributes(additive, dtype)
     for key in ("nodes_modes", "nodes_splits", "leaf_weights", "membership_values"):
@@ -265,7 +279,9 @@ def to_onnx(model, *, target_opset=None, name=None, dtype=np.float32):
 
     outputs = []
     if additive.classes is None:
-        if additive.link == "exp":
+        if additive.link == "weighted_median":
+            nodes += _weighted_median_nodes(additive, raw, "variable", initializers)
+        elif additive.link == "exp":
             initializers.append(numpy_helper.from_array(np.array([EXP_CLIP], dtype),
                                                         "exp_clip"))
             nodes.append(helper.make_node("Min", [raw, "exp_clip"], ["clipped_score"]))
@@ -306,6 +322,41 @@ def to_onnx(model, *, target_opset=None, name=None, dtype=np.float32):
     onnx_model.ir_version = helper.find_min_ir_version_for(opsets)
     onnx.checker.check_model(onnx_model)
     return onnx_model
+
+
+def _weighted_median_nodes(additive, predictions, output, initializers):
+    """Nodes computing AdaBoost.R2's weighted median of the members' predictions
+    (``predictions``, ``[N, M]``) into ``output`` (``[N, 1]``), as
+    ``AdaBoostRegressor._weighted_median``: sort each row's predictions (``TopK``, which
+    breaks ties by the lower index, as a stable sort), add up the sorted members'
+    weights (float64, in sorted order), take the first member whose cumulative weight
+    reaches half the total."""
+    from onnx import helper, numpy_helper
+
+    n_members = additive.n_outputs
+    initializers += [
+        numpy_helper.from_array(additive.member_weights, "member_weights"),
+        numpy_helper.from_array(np.array([n_members], dtype=np.int64), "n_members"),
+        numpy_helper.from_array(np.array([-1], dtype=np.int64), "last"),
+        numpy_helper.from_array(np.array([n_members], dtype=np.int64), "end"),
+        numpy_helper.from_array(np.array([1], dtype=np.int64), "axis_one"),
+        numpy_helper.from_array(np.array(1, dtype=np.int64), "scalar_axis_one"),
+        numpy_helper.from_array(np.array([0.5]), "half"),
+    ]
+    return [
+        helper.make_node("TopK", [predictions, "n_members"], ["sorted", "order"], axis=1,
+                         largest=0, sorted=1),
+        helper.make_node("Gather", ["member_weights", "order"], ["sorted_weights"], axis=0),
+        helper.make_node("CumSum", ["sorted_weights", "scalar_axis_one"], ["cumulative"]),
+        helper.make_node("Slice", ["cumulative", "last", "end", "axis_one"], ["total"]),
+        helper.make_node("Mul", ["total", "half"], ["half_total"]),
+        helper.make_node("GreaterOrEqual", ["cumulative", "half_total"], ["reached"]),
+        helper.make_node("Cast", ["reached"], ["reached_int"], to=6),  # int32
+        # ArgMax gives the first member that reaches half, as numpy's argmax.
+        helper.make_node("ArgMax", ["reached_int"], ["chosen"], axis=1, keepdims=1,
+                         select_last_index=0),
+        helper.make_node("GatherElements", ["sorted", "chosen"], [output], axis=1),
+    ]
 
 
 def _version():

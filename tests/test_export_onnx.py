@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 import pytest
-from _export_cases import case_ids, export_data, fitted
+from _export_cases import CATEGORICAL, case_ids, export_data, fitted
 from sklearn.exceptions import NotFittedError
 
 import silva
@@ -180,6 +180,23 @@ def test_graph_outputs_opsets_and_labels():
         == {"": 17, "ai.onnx.ml": 5}
 
 
+@pytest.mark.parametrize("loss", ["linear", "square"])
+def test_adaboost_regressor_weighted_median(loss):
+    """AdaBoost.R2's weighted median, computed by standard operators after the trees."""
+    X_train, X_test, targets = export_data()
+    learner = silva.DecisionTreeRegressor(max_depth=3, categorical_features=CATEGORICAL)
+    model = silva.AdaBoostRegressor(learner, n_estimators=7, loss=loss, random_state=0)
+    model.fit(X_train, targets["regression"][0])
+    assert len(model.estimators_) == 7 and np.ptp(model.estimator_weights_) > 0
+    outputs = run_onnx(to_onnx(model), X_test.astype(np.float32))
+    np.testing.assert_allclose(outputs["variable"][:, 0], model.predict(X_test), rtol=1e-5,
+                               atol=1e-5)
+    # Not any one learner's prediction, nor their weighted mean.
+    predictions = np.column_stack([e.predict(X_test) for e in model.estimators_])
+    mean = predictions @ model.estimator_weights_ / model.estimator_weights_.sum()
+    assert np.abs(outputs["variable"][:, 0] - mean).max() > 1e-3
+
+
 def test_errors_name_the_problem(monkeypatch):
     X_train, _, targets = export_data()
     y_binary, y_regression = targets["binary"][0], targets["regression"][0]
@@ -187,8 +204,6 @@ def test_errors_name_the_problem(monkeypatch):
         to_onnx(silva.RandomForestClassifier())
     with pytest.raises(NotImplementedError, match="C45Classifier.*fractional"):
         to_onnx(silva.C45Classifier(max_depth=2).fit(X_train, y_binary))
-    with pytest.raises(NotImplementedError, match="AdaBoostRegressor.*weighted median"):
-        to_onnx(silva.AdaBoostRegressor(n_estimators=2).fit(X_train, y_regression))
     voting = silva.VotingClassifier([("a", silva.DecisionTreeClassifier(max_depth=2)),
                                      ("b", silva.DecisionTreeClassifier(max_depth=3))])
     with pytest.raises(TypeError, match="VotingClassifier.*voting and stacking"):
