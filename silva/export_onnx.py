@@ -22,13 +22,23 @@ category columns are encoded by the estimator's own encoder: :func:`onnx_input` 
 
 Thresholds in float32
 ---------------------
-silva's thresholds are float64 (CART's midpoints between training values). A float32
-graph stores each one as the largest float32 at most the threshold, so that every
-float32 input value takes the same branch as in silva (``x <= t`` and
-``x <= float32_below(t)`` agree for every float32 ``x``). An input that is not exactly
-a float32 is rounded when cast, and may then fall on the other side of a threshold it is
-closer to than float32's resolution; ``dtype=numpy.float64`` keeps silva's decisions for
-every input.
+silva's thresholds are float64: boosting's are training values (bin edges), CART's the
+midpoints between two training values. An input reaches a float32 graph rounded to the
+nearest float32, so each threshold ``t`` is stored as its nearest float32 ``t32`` too,
+except that a ``t`` exactly halfway between two float32 numbers (the midpoint of two
+adjacent float32 training values) is stored as the lower one. Rounding is monotone, so
+an input ``x`` takes the branch silva gives it except when ``x > t`` and ``x`` rounds to
+``t32`` (``x`` within half a float32 step above ``t``), or when ``x`` equals such a
+halfway ``t`` and rounds up (float32 data never hold such a value):
+
+- an input equal to a threshold goes left, as in silva (boosting's thresholds are
+  training values, so held-out rows often equal them);
+- when the training data are float32 numbers, every float32 input takes silva's branch
+  at thresholds that are float32 numbers or halfway between two of them, which covers
+  boosting's edges and the midpoints of adjacent values;
+- ``dtype=numpy.float64`` builds a double graph that decides exactly as silva for every
+  input.
+
 """
 
 from __future__ import annotations
@@ -69,18 +79,22 @@ def _import_onnx():
 
 
 def float32_thresholds(thresholds):
-    """The largest float32 at most each float64 threshold.
-
-    For every float32 ``x``, ``x <= t`` holds exactly when ``x <= float32_thresholds(t)``
-    does (a threshold above float32's range becomes its largest finite value; infinities
-    stay).
-    """
+    """Float32 thresholds for float64 ``thresholds`` (see the module notes): the nearest
+    float32, the lower of the two when a threshold is exactly halfway between them, the
+    largest finite float32 for a finite threshold beyond float32's range; infinities
+    stay."""
     thresholds = np.asarray(thresholds, dtype=np.float64)
     with np.errstate(over="ignore"):
-        rounded = thresholds.astype(np.float32)
-    above = rounded.astype(np.float64) > thresholds
-    rounded[above] = np.nextafter(rounded[above], np.float32(-np.inf))
-    return rounded
+        nearest = thresholds.astype(np.float32)
+    below = nearest.copy()  # the largest float32 at most the threshold
+    above = below.astype(np.float64) > thresholds
+    below[above] = np.nextafter(below[above], np.float32(-np.inf))
+    # Overflow past the largest float32, inf - inf at infinite thresholds: not halfway.
+    with np.errstate(over="ignore", invalid="ignore"):
+        next_up = np.nextafter(below, np.float32(np.inf)).astype(np.float64)
+        halfway = (thresholds - below) == (next_up - thresholds)
+    overflow = np.isinf(nearest) & np.isfinite(thresholds)
+    return np.where(halfway | overflow, below, nearest).astype(np.float32)
 
 
 def _check_dtype(dtype):
