@@ -57,8 +57,8 @@ from silva.additive_trees import (
 
 __all__ = ["DEFAULT_OPSET", "float32_thresholds", "onnx_input", "to_onnx"]
 
-# ai.onnx opset 21 (onnxruntime 1.18 and later run it) and ai.onnx.ml opset 5, the first
-# with the TreeEnsemble operator.
+# ai.onnx opset 21 and ai.onnx.ml opset 5, the first with the TreeEnsemble operator
+# (tested with onnxruntime 1.32).
 DEFAULT_OPSET = 21
 ML_OPSET = 5
 _MIN_OPSET = 13  # Softmax over one axis (earlier opsets flatten the trailing axes)

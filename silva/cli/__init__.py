@@ -1,4 +1,4 @@
-"""The ``silva`` command line: fit, predict, evaluate, show and demo.
+"""The ``silva`` command line: fit, predict, evaluate, show, export and demo.
 
 ::
 
