@@ -245,6 +245,27 @@ def test_adaboost_regressor_weighted_median(loss):
     assert np.abs(outputs["variable"][:, 0] - mean).max() > 1e-3
 
 
+@pytest.mark.parametrize("labels", ["bool", "float", "int"])
+def test_labels_keep_their_type(labels):
+    X_train, X_test, targets = export_data()
+    y = targets["binary"][0]
+    y = {"bool": y.astype(bool), "float": y * 2.0 + 1.0, "int": y * 7 - 3}[labels]
+    model = silva.DecisionTreeClassifier(max_depth=3).fit(X_train, y)
+    label = run_onnx(to_onnx(model), X_test.astype(np.float32))["label"]
+    assert label.dtype.kind == np.asarray(model.classes_).dtype.kind
+    assert label.tolist() == model.predict(X_test).tolist()
+
+
+def test_a_tree_that_is_one_leaf():
+    """A single-leaf tree is one TreeEnsemble node whose two branches reach its leaf."""
+    X_train, X_test, targets = export_data()
+    model = silva.DecisionTreeRegressor(min_samples_split=10**6)
+    model.fit(X_train, targets["regression"][0])
+    assert model.tree_.node_count == 1
+    outputs = run_onnx(to_onnx(model), X_test.astype(np.float32))
+    np.testing.assert_allclose(outputs["variable"][:, 0], model.predict(X_test), rtol=1e-6)
+
+
 def test_errors_name_the_problem(monkeypatch):
     X_train, _, targets = export_data()
     y_binary, y_regression = targets["binary"][0], targets["regression"][0]

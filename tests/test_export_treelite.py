@@ -63,6 +63,15 @@ def test_model_structure():
     assert to_treelite(forest).num_tree == 4
 
 
+def test_a_tree_that_is_one_leaf():
+    X_train, X_test, targets = export_data()
+    model = silva.DecisionTreeClassifier(min_samples_split=10**6)
+    model.fit(X_train, targets["multiclass"][0])
+    assert model.tree_.node_count == 1
+    np.testing.assert_allclose(gtil_outputs(model, X_test), model.predict_proba(X_test),
+                               atol=1e-12)
+
+
 def test_errors_name_the_problem(monkeypatch):
     X_train, _, targets = export_data()
     with pytest.raises(NotFittedError, match="GradientBoostingRegressor"):
