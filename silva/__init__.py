@@ -36,6 +36,8 @@ _LAZY_NAMES = {
     "export_text": "silva.export",
     "load": "silva.persistence",
     "permutation_importance": "silva.inspection",
+    "to_onnx": "silva.export_onnx",
+    "to_treelite": "silva.export_treelite",
 }
 
 __all__ = [  # spelled out for static analysers; tests check it against _LAZY_NAMES
@@ -63,6 +65,8 @@ __all__ = [  # spelled out for static analysers; tests check it against _LAZY_NA
     "export_text",
     "load",
     "permutation_importance",
+    "to_onnx",
+    "to_treelite",
     "__version__",
 ]
 
@@ -75,6 +79,8 @@ if TYPE_CHECKING:  # static analysers and IDEs see ordinary imports
     from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
     from silva.export import export_graphviz, export_text
     from silva.export_json import dump_json
+    from silva.export_onnx import to_onnx
+    from silva.export_treelite import to_treelite
     from silva.forest import (
         ExtraTreesClassifier,
         ExtraTreesRegressor,

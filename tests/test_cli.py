@@ -744,3 +744,51 @@ def test_tree_text_of_an_ensemble_is_export_text_of_its_first_tree():
     assert body == export_text(forest.estimators_[0].tree_, feature_names=names,
                                class_names=["a", "b", "c"], max_depth=1)
     assert "class: " in body and "missing" not in body
+
+
+def test_export_to_onnx_and_treelite(data_dir, capsys, tmp_path):
+    import numpy as np
+
+    ort = pytest.importorskip("onnxruntime")
+    treelite = pytest.importorskip("treelite")
+    from silva.export_onnx import onnx_input
+    from silva.persistence import load
+
+    folder, df = data_dir
+    model_path = tmp_path / "forest.silva"
+    assert run_cli(["fit", folder / "train.csv", "--target", "label", "--model", "rf",
+                    "--param", "n_estimators=3", "--param", "max_depth=4", "--out",
+                    model_path], capsys)[0] == 0
+    model = load(model_path)
+    features = df.drop(columns=["label"])
+
+    code, out, err = run_cli(["export", model_path, "--to", "onnx"], capsys)
+    assert code == 0, err
+    onnx_path = tmp_path / "forest.onnx"  # the default: the model's name, .onnx
+    assert f"wrote {onnx_path} (onnx, RandomForestClassifier)" in out
+    assert "input: X [N, 5] float32, columns in order: color, x, k, flag, price" in out
+    assert "color as category codes (blue=0, green=1, red=2;" in out
+    session = ort.InferenceSession(onnx_path.read_bytes(), providers=["CPUExecutionProvider"])
+    label, proba = session.run(None, {"X": onnx_input(model, features)})
+    assert label.tolist() == model.predict(features).tolist()
+    np.testing.assert_allclose(proba, model.predict_proba(features), atol=1e-5)
+
+    json_path = tmp_path / "out.json"
+    code, out, err = run_cli(["export", model_path, "--to", "treelite", "-o", json_path],
+                             capsys)
+    assert code == 0, err
+    import json
+
+    dump = json.loads(json_path.read_text())
+    assert dump["num_feature"] == 5 and len(dump["trees"]) == 3
+    assert run_cli(["export", model_path, "--to", "treelite"], capsys)[0] == 0
+    exported = treelite.Model.deserialize(str(tmp_path / "forest.treelite"))
+    predicted = treelite.gtil.predict(exported, onnx_input(model, features, np.float64))
+    np.testing.assert_allclose(predicted[:, 0, :], model.predict_proba(features), atol=1e-9)
+
+    c45_path = tmp_path / "c45.silva"
+    assert run_cli(["fit", folder / "train.csv", "--target", "label", "--model", "c45",
+                    "--out", c45_path], capsys)[0] == 0
+    code, out, err = run_cli(["export", c45_path, "--to", "onnx"], capsys)
+    assert code == 1 and err.startswith("silva export: error: C45Classifier cannot be "
+                                        "exported") and err.count("\n") == 1

@@ -1,4 +1,4 @@
-"""The ``silva`` command line: fit, predict, evaluate, show and demo.
+"""The ``silva`` command line: fit, predict, evaluate, show, export and demo.
 
 ::
 
@@ -7,6 +7,7 @@
     silva predict MODEL DATA [--proba] [--out FILE]
     silva evaluate MODEL DATA --target COL
     silva show MODEL [--depth N]
+    silva export MODEL --to onnx|treelite [-o OUT] [--float64]
     silva demo [--plots DIR]
 
 (fit, predict and evaluate also take ``--bad-cells error|missing|text`` and
@@ -157,6 +158,22 @@ def build_parser() -> argparse.ArgumentParser:
                       help="levels of the tree to print (default: 2)")
     show.add_argument("--allow-pickle", action="store_true",
                      help=PICKLE_LOAD_HELP)
+
+    export = sub.add_parser(
+        "export", help="export a saved model to ONNX or Treelite",
+        description="Write MODEL as an ONNX model (silva.to_onnx: input X, float32 unless "
+                    "--float64; outputs label and probabilities, or variable) or as a "
+                    "Treelite model (silva.to_treelite: a Treelite checkpoint, or Treelite's "
+                    "JSON dump when OUT ends in .json). Prints the input columns in order and "
+                    "the codes of categorical columns.")
+    export.add_argument("model", metavar="MODEL")
+    export.add_argument("--to", required=True, choices=["onnx", "treelite"],
+                        help="the format to write")
+    export.add_argument("-o", "--output", metavar="OUT",
+                        help="file to write (default: MODEL with .onnx or .treelite)")
+    export.add_argument("--float64", action="store_true",
+                        help="ONNX: a float64 input and thresholds (default float32)")
+    export.add_argument("--allow-pickle", action="store_true", help=PICKLE_LOAD_HELP)
 
     compile_ = sub.add_parser(
         "compile", help="compile silva's kernels ahead of time (for images, CI, labs)",

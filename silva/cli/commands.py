@@ -1,5 +1,5 @@
-"""The commands ``fit``, ``predict``, ``evaluate``, ``show`` and ``compile``: each takes
-the parsed arguments and the stream for its result, and returns the exit status."""
+"""The commands ``fit``, ``predict``, ``evaluate``, ``show``, ``export`` and ``compile``: each
+takes the parsed arguments and the stream for its result, and returns the exit status."""
 
 from __future__ import annotations
 
@@ -288,6 +288,65 @@ def command_show(args, out) -> int:
     return 0
 
 
+EXPORT_FORMATS = {"onnx": ".onnx", "treelite": ".treelite"}
+
+
+def _exported_path(args):
+    if args.output:
+        return args.output
+    stem, _ = os.path.splitext(args.model)
+    return stem + EXPORT_FORMATS[args.to]
+
+
+def _describe_input(model, dtype, out):
+    """How the exported model reads its input: columns in order, category codes."""
+    names = getattr(model, "feature_names_in_", None)
+    n_features = model.n_features_in_
+    columns = ", ".join(str(n) for n in names) if names is not None else \
+        f"{n_features} numeric columns"
+    print(f"input: X [N, {n_features}] {dtype}, columns in order: {columns}", file=out)
+    encoder = getattr(model, "_encoder", None)
+    for j, categories in (getattr(encoder, "categories_", None) or {}).items():
+        label = str(names[j]) if names is not None else f"column {j}"
+        codes = ", ".join(f"{category}={code}" for code, category in enumerate(categories))
+        print(f"  {label} as category codes ({codes}; others and missing: NaN)", file=out)
+
+
+def command_export(args, out) -> int:
+    """``silva export``: the model as ONNX (:func:`silva.to_onnx`) or as a Treelite model
+    (:func:`silva.to_treelite`; a checkpoint, or Treelite's JSON dump for ``.json``)."""
+    model, _ = load_model(args.model, args.allow_pickle)
+    path = _exported_path(args)
+    try:
+        if args.to == "onnx":
+            from silva.export_onnx import to_onnx
+
+            dtype = np.float64 if args.float64 else np.float32
+            data = to_onnx(model, dtype=dtype).SerializeToString()
+            _write_bytes(path, data)
+            dtype_name = np.dtype(dtype).name
+        else:
+            from silva.export_treelite import to_treelite
+
+            exported = to_treelite(model)
+            if path.endswith(".json"):
+                _write_bytes(path, exported.dump_as_json(pretty_print=True).encode("utf-8"))
+            else:
+                _write_bytes(path, exported.serialize_bytes())
+            dtype_name = "float64"
+    except NotImplementedError as error:
+        raise CLIError(str(error)) from None
+    print(f"wrote {path} ({args.to}, {type(model).__name__})", file=out)
+    _describe_input(model, dtype_name, out)
+    return 0
+
+
+def _write_bytes(path, data):
+    from silva.persistence import atomic_write
+
+    atomic_write(os.fspath(path), lambda file: file.write(data))
+
+
 def command_compile(args, out):
     """``silva compile``: :func:`silva.compile` with its timings on ``out``."""
     from silva._warmup import compile as compile_kernels
@@ -300,4 +359,4 @@ def command_compile(args, out):
 
 
 COMMANDS = {"fit": command_fit, "predict": command_predict, "evaluate": command_evaluate,
-            "show": command_show, "compile": command_compile}
+            "show": command_show, "export": command_export, "compile": command_compile}
