@@ -100,7 +100,7 @@ _COMPILED_BY_A_SMALL_FIT = """
 def test_a_small_numeric_fit_compiles_only_the_paths_it_takes(tmp_path):
     compiled = _run(_COMPILED_BY_A_SMALL_FIT, tmp_path, SILVA_COMPILE_NOTICE="0",
                     NUMBA_NUM_THREADS="2").stdout.split()
-    assert "silva.engine.grower.grow_tree_gini_serial_numeric_plain_stack" in compiled
+    assert "silva.engine.grower.grow_tree_gini_serial_numeric_best_plain_stack" in compiled
     # No parallel region, category scan, significance test, heap or compiled binning
     # (numpy bins small data), and no slice assignment's shape-check message.
     for name in compiled:
@@ -125,12 +125,12 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
     y = (X[:, 0] > 0).astype(int)
     silva.DecisionTreeClassifier().fit(X, y)
     assert chosen[-1] == {"parallel": False, "categorical": False, "significance": False,
-                          "best_first": False}
+                          "best_first": False, "random": False}
     X[:, 2] = rng.integers(0, 4, size=200)
-    silva.DecisionTreeClassifier(max_leaf_nodes=5, min_significance=0.05,
+    silva.DecisionTreeClassifier(max_leaf_nodes=5, min_significance=0.05, splitter="random",
                                  categorical_features=[2]).fit(X, y)
     assert chosen[-1] == {"parallel": False, "categorical": True, "significance": True,
-                          "best_first": True}
+                          "best_first": True, "random": True}
     # The root reaches the parallel threshold: the parallel paths are compiled.
     big = rng.normal(size=(8000, 28))
     silva.DecisionTreeClassifier(max_depth=2).fit(big, big[:, 0] > 0)

@@ -145,7 +145,8 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     grower = compiled_grower(rules.criterion, parallel=parallel,
                              categorical=bool(data.is_categorical.any()),
                              significance=rules.min_significance < 1.0,
-                             best_first=rules.max_leaf_nodes > 0)
+                             best_first=rules.max_leaf_nodes > 0,
+                             random=bool(rules.use_random))
     # The grower releases the GIL, so that threads grow trees at once.
     table, values, bitsets = grower(data.compiled(), compiled_rules, samples)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,

@@ -514,7 +514,7 @@ def grow_tree(data, rules, samples):
 
 
 def compiled_grower(criterion, parallel=True, categorical=True, significance=True,
-                    best_first=True):
+                    best_first=True, random=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -523,7 +523,8 @@ def compiled_grower(criterion, parallel=True, categorical=True, significance=Tru
     no parallel region (for fits whose root is below ``parallel_min_work``: none of
     their nodes would open one), ``categorical=False`` no category scan (no categorical
     feature), ``significance=False`` no significance test (``min_significance >= 1``),
-    ``best_first=False`` no heap (``max_leaf_nodes <= 0``: depth-first growth).
+    ``best_first=False`` no heap (``max_leaf_nodes <= 0``: depth-first growth),
+    ``random=False`` no random splits (the best splitter).
     Each left-out path is a second or more of a cold first fit; the trees grown are the
     same. The copy releases the GIL, so that a forest grows its trees on several threads
     at once.
@@ -531,9 +532,11 @@ def compiled_grower(criterion, parallel=True, categorical=True, significance=Tru
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics)
-    variant = variant_suffix(suffix, parallel, categorical)
+    variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
+                             random=random, significance=significance,
+                             best_first=best_first)
     bindings = {"_fill_node": fill_node,
-                "find_node_split": split_finder(criterion, parallel, categorical)}
+                "find_node_split": split_finder(criterion, parallel, categorical, random)}
     if not parallel:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build
@@ -541,9 +544,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, significance=Tru
             _children_histograms, "serial", build_histogram=build,
             subtract_histogram=subtract)
     if not significance:
-        variant += "_plain"
         bindings["_accept_split"] = specialize(_accept_split, "plain", SIGNIFICANCE=False)
     if not best_first:
-        variant += "_stack"
         bindings["push_frontier"], bindings["pop_frontier"] = stack_frontier()
     return specialize(grow_tree, variant, **bindings)

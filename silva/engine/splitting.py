@@ -265,9 +265,11 @@ scan_categorical = None  # the criterion's category scan
 ORDER_STATISTICS = False  # absolute_error: splits from order statistics, not histograms
 # Bound to False by split_finder() for fits that never take these paths, which are then
 # not compiled: CATEGORICAL, a fit without categorical features (no category scan);
-# PARALLEL, a fit whose root node is below the parallel threshold (no parallel search).
+# PARALLEL, a fit whose root node is below the parallel threshold (no parallel search);
+# RANDOM, a fit without random splits (extra trees' thresholds and subsets).
 CATEGORICAL = True
 PARALLEL = True
+RANDOM = True
 
 
 @nb.njit(cache=True, inline="always")
@@ -450,7 +452,7 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
             min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         return gain, -1, missing_left, False
     random_position = -1
-    if use_random:
+    if RANDOM and use_random:
         random_position = _random_numeric_position(bins, n_present, lower[f], upper[f], seed)
         if random_position < 0:
             random_position = n_present - 1  # only "missing versus the rest" is left
@@ -649,7 +651,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         if is_categorical[f]:
                             copy_vector(out_bitset, bitset)
                     continue
-                if use_random and not use_histogram and not is_categorical[f]:
+                if RANDOM and use_random and not use_histogram and not is_categorical[f]:
                     # Extra trees straight from the rows: no per-bin histogram.
                     n_present = random_split_from_samples(
                         node_codes, f, node_stats, missing_bin, lower[f], upper[f], seeds[j],
@@ -697,7 +699,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-def split_finder(criterion, parallel=True, categorical=True):
+def split_finder(criterion, parallel=True, categorical=True, random=True):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
@@ -705,26 +707,33 @@ def split_finder(criterion, parallel=True, categorical=True):
     them (see :mod:`silva.engine.specialize`, which also keeps each copy, so that
     criteria binding the same kernels share one). ``parallel=False`` leaves out the
     parallel search (the copy searches serially whatever its ``parallel`` argument),
-    ``categorical=False`` the category scan (the copy treats every feature as numeric).
+    ``categorical=False`` the category scan (the copy treats every feature as numeric),
+    ``random=False`` extra trees' random thresholds (the copy searches the best ones).
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
-    feature_suffix = suffix if categorical else f"{suffix}_numeric"
+    feature_suffix = variant_suffix(suffix, categorical=categorical, random=random)
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
-                         evaluate_numeric=numeric, CATEGORICAL=categorical)
+                         evaluate_numeric=numeric, CATEGORICAL=categorical, RANDOM=random)
     bindings = {"evaluate_feature": feature, "evaluate_numeric": numeric,
-                "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel}
+                "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
+                "RANDOM": random}
     if parallel:
         bindings["_evaluate_dense_parallel"] = specialize(
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)
-    return specialize(find_node_split, variant_suffix(suffix, parallel, categorical),
+    return specialize(find_node_split,
+                      variant_suffix(suffix, parallel=parallel, categorical=categorical,
+                                     random=random),
                       **bindings)
 
 
-def variant_suffix(suffix, parallel, categorical):
-    """``suffix`` extended with the paths a specialised copy leaves out."""
-    return suffix + ("" if parallel else "_serial") + ("" if categorical else "_numeric")
+def variant_suffix(suffix, **paths):
+    """``suffix`` extended with the paths (keyword flags) a specialised copy leaves out,
+    ``parallel=False`` as ``_serial`` and so on: each variant its own name."""
+    names = {"parallel": "serial", "categorical": "numeric", "random": "best",
+             "significance": "plain", "best_first": "stack"}
+    return suffix + "".join(f"_{names[path]}" for path, kept in paths.items() if not kept)
 
 
 def kernel_suffix(criterion):

@@ -159,7 +159,8 @@ def test_forest_importances_are_the_mean_of_its_trees():
                                rtol=1e-12)
 
 
-@pytest.mark.parametrize("n_rows", [7, 600, 5000])
+# 1 and 7 rows: the serially compiled kernels (fewer than SERIAL_ROWS rows).
+@pytest.mark.parametrize("n_rows", [1, 7, 600, 5000])
 def test_packed_prediction_is_the_weighted_sum_of_each_trees_own(n_rows):
     # The reference: each Tree's own kernel, one tree at a time, added in tree order into
     # its output columns; trees 1 and 3 write to columns 2-3, with uneven weights.
