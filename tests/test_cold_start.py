@@ -100,7 +100,7 @@ _COMPILED_BY_A_SMALL_FIT = """
 def test_a_small_numeric_fit_compiles_only_the_paths_it_takes(tmp_path):
     compiled = _run(_COMPILED_BY_A_SMALL_FIT, tmp_path, SILVA_COMPILE_NOTICE="0",
                     NUMBA_NUM_THREADS="2").stdout.split()
-    assert "silva.engine.grower.grow_tree_gini_serial_numeric_best_plain_stack" in compiled
+    assert "silva.engine.grower.grow_tree_gini_serial_numeric_plain" in compiled
     # No parallel region, category scan, significance test, heap or compiled binning
     # (numpy bins small data), and no slice assignment's shape-check message.
     for name in compiled:
@@ -110,51 +110,61 @@ def test_a_small_numeric_fit_compiles_only_the_paths_it_takes(tmp_path):
             assert left_out not in name, name
 
 
+class _Chosen(Exception):
+    """Raised by a recording stub in place of compiling: the test needs the choice only."""
+
+
+def _paths_chosen(monkeypatch, module, name, fit):
+    """The keyword flags ``fit()`` passes to ``module.name`` (a grower factory)."""
+    def recording(*args, **paths):
+        raise _Chosen(paths)
+
+    monkeypatch.setattr(module, name, recording)
+    with pytest.raises(_Chosen) as chosen:
+        fit()
+    return chosen.value.args[0]
+
+
 def test_fits_choose_the_paths_their_data_take(monkeypatch):
-
-    chosen = []
-    compiled_grower = cart.compiled_grower
-
-    def recording(criterion, **paths):
-        chosen.append(paths)
-        return compiled_grower(criterion, **paths)
-
-    monkeypatch.setattr(cart, "compiled_grower", recording)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(200, 3))
-    y = (X[:, 0] > 0).astype(int)
-    silva.DecisionTreeClassifier().fit(X, y)
-    assert chosen[-1] == {"parallel": False, "categorical": False, "significance": False,
-                          "best_first": False, "random": False}
-    X[:, 2] = rng.integers(0, 4, size=200)
-    silva.DecisionTreeClassifier(max_leaf_nodes=5, min_significance=0.05, splitter="random",
-                                 categorical_features=[2]).fit(X, y)
-    assert chosen[-1] == {"parallel": False, "categorical": True, "significance": True,
-                          "best_first": True, "random": True}
-    # The root reaches the parallel threshold: the parallel paths are compiled.
+    X_categorical = X.copy()
+    X_categorical[:, 2] = rng.integers(0, 4, size=200)
+
+    def paths(X, **params):
+        return _paths_chosen(monkeypatch, cart, "compiled_grower",
+                             lambda: silva.DecisionTreeClassifier(**params).fit(X, X[:, 0] > 0))
+
+    assert paths(X) == {"parallel": False, "categorical": False, "extras": False}
+    assert paths(X_categorical, categorical_features=[2])["categorical"]
+    assert paths(X, max_leaf_nodes=5)["extras"]
+    assert paths(X, min_significance=0.05)["extras"]
+    assert paths(X, splitter="random")["extras"]
+    # The root reaches parallel_min_work: the parallel paths, unless on one thread.
     big = rng.normal(size=(8000, 28))
-    silva.DecisionTreeClassifier(max_depth=2).fit(big, big[:, 0] > 0)
-    assert chosen[-1]["parallel"] == (numba.get_num_threads() > 1)
+    assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
+    # A forest's trees grow in threads, each serially.
+    forest = _paths_chosen(monkeypatch, cart, "compiled_grower", lambda: silva.
+                           RandomForestClassifier(n_estimators=4, n_jobs=2).fit(big, big[:, 0] > 0))
+    assert not forest["parallel"]
 
 
 def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
     from silva.engine import gradient_grower
 
-    chosen = []
-    compiled = gradient_grower.compiled_gradient_grower
-
-    def recording(**paths):
-        chosen.append(paths)
-        return compiled(**paths)
-
-    monkeypatch.setattr(gradient_grower, "compiled_gradient_grower", recording)
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 3))
-    silva.GradientBoostingRegressor(n_estimators=2).fit(X, X[:, 0])
-    assert chosen[-1] == {"parallel": False, "categorical": False}
+
+    def paths(X, **params):
+        return _paths_chosen(
+            monkeypatch, gradient_grower, "compiled_gradient_grower",
+            lambda: silva.GradientBoostingRegressor(n_estimators=2, **params).fit(X, X[:, 0]))
+
+    assert paths(X) == {"parallel": False, "categorical": False}
     X[:, 2] = rng.integers(0, 4, size=300)
-    silva.GradientBoostingRegressor(n_estimators=2, categorical_features=[2]).fit(X, X[:, 0])
-    assert chosen[-1] == {"parallel": False, "categorical": True}
+    assert paths(X, categorical_features=[2]) == {"parallel": False, "categorical": True}
+    big = rng.normal(size=(9000, 4))
+    assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
 
 
 def test_specialize_refuses_a_name_the_function_does_not_read():

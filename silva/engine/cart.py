@@ -142,11 +142,10 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     # when even the root is below the threshold, or with one thread.
     parallel = (nb.get_num_threads() > 1
                 and sample_indices.shape[0] * data.n_features >= parallel_min_work)
+    extras = (rules.min_significance < 1.0 or rules.max_leaf_nodes > 0
+              or bool(rules.use_random))
     grower = compiled_grower(rules.criterion, parallel=parallel,
-                             categorical=bool(data.is_categorical.any()),
-                             significance=rules.min_significance < 1.0,
-                             best_first=rules.max_leaf_nodes > 0,
-                             random=bool(rules.use_random))
+                             categorical=bool(data.is_categorical.any()), extras=extras)
     # The grower releases the GIL, so that threads grow trees at once.
     table, values, bitsets = grower(data.compiled(), compiled_rules, samples)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,

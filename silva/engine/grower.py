@@ -513,8 +513,7 @@ def grow_tree(data, rules, samples):
     return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
-def compiled_grower(criterion, parallel=True, categorical=True, significance=True,
-                    best_first=True, random=True):
+def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -522,29 +521,29 @@ def compiled_grower(criterion, parallel=True, categorical=True, significance=Tru
     split_finder` and compiles no other criterion's kernels. ``parallel=False`` compiles
     no parallel region (for fits whose root is below ``parallel_min_work``: none of
     their nodes would open one), ``categorical=False`` no category scan (no categorical
-    feature), ``significance=False`` no significance test (``min_significance >= 1``),
-    ``best_first=False`` no heap (``max_leaf_nodes <= 0``: depth-first growth),
-    ``random=False`` no random splits (the best splitter).
-    Each left-out path is a second or more of a cold first fit; the trees grown are the
-    same. The copy releases the GIL, so that a forest grows its trees on several threads
-    at once.
+    feature), ``extras=False`` none of the significance test (``min_significance < 1``),
+    best-first growth's heap (``max_leaf_nodes > 0``) and random splits (extra trees),
+    which the default trees, forests, bagging and AdaBoost never take. Each left-out path
+    is a second or more of a cold first fit; the trees grown are the same. Three flags,
+    not one per path: each flag doubles the copies a test suite or a varied workload
+    compiles. The copy releases the GIL, so that a forest grows its trees on several
+    threads at once.
     """
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
-                             random=random, significance=significance,
-                             best_first=best_first)
+                             extras=extras)
     bindings = {"_fill_node": fill_node,
-                "find_node_split": split_finder(criterion, parallel, categorical, random)}
+                "find_node_split": split_finder(criterion, parallel, categorical,
+                                                random=extras)}
     if not parallel:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build
         bindings["_children_histograms"] = specialize(
             _children_histograms, "serial", build_histogram=build,
             subtract_histogram=subtract)
-    if not significance:
+    if not extras:
         bindings["_accept_split"] = specialize(_accept_split, "plain", SIGNIFICANCE=False)
-    if not best_first:
         bindings["push_frontier"], bindings["pop_frontier"] = stack_frontier()
     return specialize(grow_tree, variant, **bindings)

@@ -732,7 +732,7 @@ def variant_suffix(suffix, **paths):
     """``suffix`` extended with the paths (keyword flags) a specialised copy leaves out,
     ``parallel=False`` as ``_serial`` and so on: each variant its own name."""
     names = {"parallel": "serial", "categorical": "numeric", "random": "best",
-             "significance": "plain", "best_first": "stack"}
+             "extras": "plain"}
     return suffix + "".join(f"_{names[path]}" for path, kept in paths.items() if not kept)
 
 
