@@ -170,10 +170,19 @@ def _split_feature_seen(path_feature, path_zero, path_one, path_weight, base, le
 
 
 # ------------------------------------------------------------------- binary trees
+@nb.njit(cache=True)
+def _reciprocals(n):
+    """``1 / k`` for ``k = 0..n-1`` (0 at ``k = 0``, never read)."""
+    table = np.zeros(n)
+    for k in range(1, n):
+        table[k] = 1.0 / k
+    return table
+
+
 @nb.njit(cache=True, inline="always")
 def _cart_tree_row(x, root, children_left, children_right, feature, threshold,
                    missing_go_left, is_categorical, bitsets, cover, leaf_value, column,
-                   phi, scale, condition_feature, condition_known, feature_map,
+                   phi, scale, condition_feature, condition_known, feature_map, reciprocal,
                    path_feature, path_zero, path_one, path_weight, path_length, slot_size,
                    stack_node, stack_level, stack_zero, stack_one, stack_feature,
                    stack_condition):
@@ -194,13 +203,67 @@ def _cart_tree_row(x, root, children_left, children_right, feature, threshold,
         node = stack_node[top]
         level = stack_level[top]
         condition = stack_condition[top]
-        base, length = _enter_node(path_feature, path_zero, path_one, path_weight,
-                                   path_length, slot_size, level, stack_zero[top],
-                                   stack_one[top], stack_feature[top], condition_feature)
+        # The steps of _enter_node, _extend and _add_leaf written out: this is the inner
+        # loop of every CART explanation, and written out it runs about twice as fast
+        # (the helpers, inlined into the loop, cost reference counting on their array
+        # arguments at every node), with divisions replaced by a table of 1 / k.
+        base = level * slot_size
+        length = 0
+        if level > 0:
+            parent = base - slot_size
+            length = path_length[level - 1]
+            for k in range(length):
+                path_feature[base + k] = path_feature[parent + k]
+                path_zero[base + k] = path_zero[parent + k]
+                path_one[base + k] = path_one[parent + k]
+                path_weight[base + k] = path_weight[parent + k]
+        edge_feature = stack_feature[top]
+        if edge_feature != condition_feature:  # EXTEND
+            zero = stack_zero[top]
+            one = stack_one[top]
+            position = base + length
+            path_feature[position] = edge_feature
+            path_zero[position] = zero
+            path_one[position] = one
+            path_weight[position] = 1.0 if length == 0 else 0.0
+            inverse = reciprocal[length + 1]
+            for k in range(length - 1, -1, -1):
+                weight = path_weight[base + k]
+                path_weight[base + k + 1] += one * weight * (k + 1) * inverse
+                path_weight[base + k] = zero * weight * (length - k) * inverse
+            length += 1
+        path_length[level] = length
         left = children_left[node]
         if left == -1:
-            _add_leaf(path_feature, path_zero, path_one, path_weight, base, length,
-                      scale * condition, leaf_value[node], column, phi, feature_map)
+            # Each element's share is the sum of the weights UNWIND would leave. For an
+            # element the row does not follow (one fraction 0) that sum is
+            # (L + 1) / z * sum_k w[k] / (L - k), whose second factor all such elements
+            # share; the others unwind from the top, one pass each.
+            last = length - 1
+            cold_sum = -1.0
+            leaf_scale = scale * condition
+            for e in range(1, length):
+                one = path_one[base + e]
+                zero = path_zero[base + e]
+                total = 0.0
+                if one != 0.0:
+                    inverse_one = 1.0 / one
+                    carry = path_weight[base + last]
+                    for k in range(last - 1, -1, -1):
+                        weight = carry * (last + 1) * reciprocal[k + 1] * inverse_one
+                        total += weight
+                        carry = (path_weight[base + k]
+                                 - weight * zero * (last - k) * reciprocal[last + 1])
+                else:
+                    if cold_sum < 0.0:
+                        cold_sum = 0.0
+                        for k in range(last):
+                            cold_sum += path_weight[base + k] * reciprocal[last - k]
+                    total = (last + 1) * cold_sum / zero
+                share = leaf_scale * total * (one - zero)
+                target = feature_map[path_feature[base + e]]
+                for k in range(leaf_value.shape[1]):
+                    phi[column + k, target] += share * leaf_value[node, k]
             continue
         right = children_right[node]
         split = feature[node]
@@ -313,6 +376,7 @@ def cart_shap(X, node_offset, children_left, children_right, feature, threshold,
     slot_size = max_depth + 2
     stack_size = 2 * max_depth + 3
     identity = np.arange(X.shape[1])
+    reciprocal = _reciprocals(slot_size + 1)
     n_blocks = (n_rows + SHAP_ROW_BLOCK - 1) // SHAP_ROW_BLOCK
     for b in nb.prange(n_blocks):
         path_feature = np.empty(slot_size * slot_size, dtype=np.int64)
@@ -333,7 +397,7 @@ def cart_shap(X, node_offset, children_left, children_right, feature, threshold,
                 _cart_tree_row(X[i], node_offset[t], children_left, children_right, feature,
                                threshold, missing_go_left, is_categorical, bitsets, cover,
                                leaf_value, output_column[t], phi[i], 1.0, _NOT_CONDITIONED,
-                               False, identity, path_feature, path_zero, path_one,
+                               False, identity, reciprocal, path_feature, path_zero, path_one,
                                path_weight, path_length, slot_size, stack_node, stack_level,
                                stack_zero, stack_one, stack_feature, stack_condition)
 
@@ -354,6 +418,7 @@ def cart_shap_interactions(X, node_offset, children_left, children_right, featur
     slot_size = max_depth + 2
     stack_size = 2 * max_depth + 3
     identity = np.arange(n_features)
+    reciprocal = _reciprocals(slot_size + 1)
     n_blocks = (n_rows + SHAP_ROW_BLOCK - 1) // SHAP_ROW_BLOCK
     for b in nb.prange(n_blocks):
         path_feature = np.empty(slot_size * slot_size, dtype=np.int64)
@@ -380,7 +445,8 @@ def cart_shap_interactions(X, node_offset, children_left, children_right, featur
                 _cart_tree_row(X[i], node_offset[t], children_left, children_right, feature,
                                threshold, missing_go_left, is_categorical, bitsets, cover,
                                leaf_value, column, phi[i], 1.0, _NOT_CONDITIONED, False,
-                               identity, path_feature, path_zero, path_one, path_weight,
+                               identity, reciprocal, path_feature, path_zero, path_one,
+                               path_weight,
                                path_length, slot_size, stack_node, stack_level, stack_zero,
                                stack_one, stack_feature, stack_condition)
                 for j in range(n_features):
@@ -391,7 +457,8 @@ def cart_shap_interactions(X, node_offset, children_left, children_right, featur
                         _cart_tree_row(X[i], node_offset[t], children_left, children_right,
                                        feature, threshold, missing_go_left, is_categorical,
                                        bitsets, cover, leaf_value, column, row_j, half, j,
-                                       known, identity, path_feature, path_zero, path_one,
+                                       known, identity, reciprocal, path_feature, path_zero,
+                                       path_one,
                                        path_weight, path_length, slot_size, stack_node,
                                        stack_level, stack_zero, stack_one, stack_feature,
                                        stack_condition)
