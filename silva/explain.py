@@ -334,12 +334,36 @@ def _cart_arrays(block):
             treeshap.cart_max_depth(block.children_left, block.children_right))
 
 
+# Largest per-leaf tables (float64 entries, summed over leaves) built for one call: 64 MiB.
+MAX_TABLE_ENTRIES = 1 << 23
+
+
+def _leaf_tables(block):
+    """The per-leaf tables of :func:`treeshap.cart_leaf_tables` when they are small
+    enough (every leaf with at most ``MAX_TABLED_FEATURES`` distinct path features, all
+    together at most ``MAX_TABLE_ENTRIES``) and every node has cover; otherwise None,
+    and Algorithm 2's walk is used."""
+    entries, widest, positive = treeshap.cart_leaf_table_size(
+        block.children_left, block.children_right, block.feature, block.cover)
+    if not positive or widest > treeshap.MAX_TABLED_FEATURES or entries > MAX_TABLE_ENTRIES:
+        return None
+    return treeshap.cart_leaf_tables(block.node_offset, block.children_left,
+                                     block.children_right, block.feature, block.cover)
+
+
 def _shap_values(explained, X):
     """(n_rows, n_outputs, n_features + 1): SHAP values, bias last."""
     phi = np.zeros((X.shape[0], explained.n_outputs, explained.n_features + 1))
     blocks = _cart_blocks(explained)
     for block in blocks:
-        treeshap.cart_shap(X, *_cart_arrays(block), phi)
+        tables = _leaf_tables(block)
+        if tables is None:
+            treeshap.cart_shap(X, *_cart_arrays(block), phi)
+        else:
+            treeshap.cart_shap_tabled(
+                X, block.node_offset, block.children_left, block.children_right,
+                block.feature, block.threshold, block.missing_go_left, block.is_categorical,
+                block.bitsets, block.leaf_value, block.output_column, *tables, phi)
     for member in explained.multiway:
         tree = member.tree
         max_children = int(tree.n_branches.max(initial=0)) + 1

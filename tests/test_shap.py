@@ -315,3 +315,28 @@ def test_explanation_for_shap_plots():
                                model.decision_function(X), atol=1e-9)
     np.testing.assert_array_equal(contributions(model, X),
                                   model.predict(X, pred_contrib=True))
+
+
+def test_leaf_tables_equal_algorithm_two():
+    """The per-leaf tables (used when they are small) and Algorithm 2's walk (used for
+    interactions, and when tables would be too large) give the same values."""
+    from silva.engine import treeshap
+    from silva.explain import _cart_arrays, _cart_blocks, _explained_model, _leaf_tables
+
+    X, y = _frame()
+    model = RandomForestClassifier(n_estimators=5, max_depth=8, random_state=0,
+                                   categorical_features="auto").fit(X, _classes(y, 3))
+    X_prepared = np.ascontiguousarray(model._validated_X(X))
+    explained = _explained_model(model)
+    (block,) = _cart_blocks(explained)
+    tables = _leaf_tables(block)
+    assert tables is not None
+    walked = np.zeros((len(X), 3, 4))
+    treeshap.cart_shap(X_prepared, *_cart_arrays(block), walked)
+    tabled = np.zeros((len(X), 3, 4))
+    treeshap.cart_shap_tabled(
+        X_prepared, block.node_offset, block.children_left, block.children_right,
+        block.feature, block.threshold, block.missing_go_left, block.is_categorical,
+        block.bitsets, block.leaf_value, block.output_column, *tables, tabled)
+    assert np.abs(walked).max() > 1e-3
+    np.testing.assert_allclose(tabled, walked, rtol=0, atol=1e-12)
