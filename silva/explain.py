@@ -334,21 +334,67 @@ def _cart_arrays(block):
             treeshap.cart_max_depth(block.children_left, block.children_right))
 
 
-# Largest per-leaf tables (float64 entries, summed over leaves) built for one call: 64 MiB.
+# Largest per-leaf tables (float64 entries, summed over leaves) held at once: 64 MiB.
+# Larger models are explained a group of trees at a time.
 MAX_TABLE_ENTRIES = 1 << 23
 
 
-def _leaf_tables(block):
-    """The per-leaf tables of :func:`treeshap.cart_leaf_tables` when they are small
-    enough (every leaf with at most ``MAX_TABLED_FEATURES`` distinct path features, all
-    together at most ``MAX_TABLE_ENTRIES``) and every node has cover; otherwise None,
-    and Algorithm 2's walk is used."""
+def _tree_groups(block):
+    """Consecutive tree ranges whose per-leaf tables (:func:`treeshap.cart_leaf_tables`)
+    fit in ``MAX_TABLE_ENTRIES`` each; None when the tables cannot be used (a leaf with
+    more than ``MAX_TABLED_FEATURES`` distinct path features, a tree alone over the
+    limit, or a node without cover), and Algorithm 2's walk is used instead."""
     entries, widest, positive = treeshap.cart_leaf_table_size(
-        block.children_left, block.children_right, block.feature, block.cover)
-    if not positive or widest > treeshap.MAX_TABLED_FEATURES or entries > MAX_TABLE_ENTRIES:
+        block.node_offset, block.children_left, block.children_right, block.feature,
+        block.cover)
+    if not positive or widest > treeshap.MAX_TABLED_FEATURES or \
+            entries.max(initial=0) > MAX_TABLE_ENTRIES:
         return None
-    return treeshap.cart_leaf_tables(block.node_offset, block.children_left,
-                                     block.children_right, block.feature, block.cover)
+    groups, first, total = [], 0, 0
+    for t, size in enumerate(entries):
+        if total + size > MAX_TABLE_ENTRIES:
+            groups.append((first, t))
+            first, total = t, 0
+        total += size
+    groups.append((first, len(entries)))
+    return groups
+
+
+def _sub_block(block, first, last):
+    """Trees ``first..last-1`` of ``block`` as a block of their own."""
+    if (first, last) == (0, block.node_offset.shape[0] - 1):
+        return block
+    lo, hi = int(block.node_offset[first]), int(block.node_offset[last])
+
+    def local(children):
+        children = children[lo:hi]
+        return np.where(children == -1, -1, children - lo)
+
+    return _CartBlock(
+        node_offset=block.node_offset[first:last + 1] - lo,
+        children_left=local(block.children_left), children_right=local(block.children_right),
+        feature=block.feature[lo:hi], threshold=block.threshold[lo:hi],
+        missing_go_left=block.missing_go_left[lo:hi],
+        is_categorical=block.is_categorical[lo:hi], bitsets=block.bitsets[lo:hi],
+        cover=block.cover[lo:hi], leaf_value=block.leaf_value[lo:hi],
+        output_column=block.output_column[first:last])
+
+
+def _cart_shap(block, X, phi):
+    """Add ``block``'s SHAP values to ``phi``: from per-leaf tables, a group of trees at
+    a time, or by Algorithm 2's walk when tables cannot be used."""
+    groups = _tree_groups(block)
+    if groups is None:
+        treeshap.cart_shap(X, *_cart_arrays(block), phi)
+        return
+    for first, last in groups:
+        part = _sub_block(block, first, last)
+        tables = treeshap.cart_leaf_tables(part.node_offset, part.children_left,
+                                           part.children_right, part.feature, part.cover)
+        treeshap.cart_shap_tabled(
+            X, part.node_offset, part.children_left, part.children_right, part.feature,
+            part.threshold, part.missing_go_left, part.is_categorical, part.bitsets,
+            part.leaf_value, part.output_column, *tables, phi)
 
 
 def _shap_values(explained, X):
@@ -356,14 +402,7 @@ def _shap_values(explained, X):
     phi = np.zeros((X.shape[0], explained.n_outputs, explained.n_features + 1))
     blocks = _cart_blocks(explained)
     for block in blocks:
-        tables = _leaf_tables(block)
-        if tables is None:
-            treeshap.cart_shap(X, *_cart_arrays(block), phi)
-        else:
-            treeshap.cart_shap_tabled(
-                X, block.node_offset, block.children_left, block.children_right,
-                block.feature, block.threshold, block.missing_go_left, block.is_categorical,
-                block.bitsets, block.leaf_value, block.output_column, *tables, phi)
+        _cart_shap(block, X, phi)
     for member in explained.multiway:
         tree = member.tree
         max_children = int(tree.n_branches.max(initial=0)) + 1

@@ -317,11 +317,12 @@ def test_explanation_for_shap_plots():
                                   model.predict(X, pred_contrib=True))
 
 
-def test_leaf_tables_equal_algorithm_two():
+def test_leaf_tables_equal_algorithm_two(monkeypatch):
     """The per-leaf tables (used when they are small) and Algorithm 2's walk (used for
     interactions, and when tables would be too large) give the same values."""
+    from silva import explain
     from silva.engine import treeshap
-    from silva.explain import _cart_arrays, _cart_blocks, _explained_model, _leaf_tables
+    from silva.explain import _cart_arrays, _cart_blocks, _explained_model
 
     X, y = _frame()
     model = RandomForestClassifier(n_estimators=5, max_depth=8, random_state=0,
@@ -329,8 +330,9 @@ def test_leaf_tables_equal_algorithm_two():
     X_prepared = np.ascontiguousarray(model._validated_X(X))
     explained = _explained_model(model)
     (block,) = _cart_blocks(explained)
-    tables = _leaf_tables(block)
-    assert tables is not None
+    assert explain._tree_groups(block) == [(0, 5)]
+    tables = treeshap.cart_leaf_tables(block.node_offset, block.children_left,
+                                       block.children_right, block.feature, block.cover)
     walked = np.zeros((len(X), 3, 4))
     treeshap.cart_shap(X_prepared, *_cart_arrays(block), walked)
     tabled = np.zeros((len(X), 3, 4))
@@ -340,3 +342,12 @@ def test_leaf_tables_equal_algorithm_two():
         block.bitsets, block.leaf_value, block.output_column, *tables, tabled)
     assert np.abs(walked).max() > 1e-3
     np.testing.assert_allclose(tabled, walked, rtol=0, atol=1e-12)
+    # Tables too large for one group: the trees are explained a group at a time.
+    monkeypatch.setattr(explain, "MAX_TABLE_ENTRIES", int(
+        treeshap.cart_leaf_table_size(block.node_offset, block.children_left,
+                                      block.children_right, block.feature,
+                                      block.cover)[0].max()))
+    assert len(explain._tree_groups(block)) > 1
+    grouped = model.predict(X, pred_contrib=True).reshape(len(X), 3, 4)
+    np.testing.assert_allclose(grouped, walked + [0, 0, 0, 1] * grouped[:, :, -1:],
+                               rtol=0, atol=1e-12)

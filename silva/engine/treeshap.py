@@ -707,9 +707,9 @@ def cart_leaf_tables(node_offset, children_left, children_right, feature, cover)
 
 
 @nb.njit(cache=True)
-def cart_leaf_table_size(children_left, children_right, feature, cover):
-    """``(table entries, largest number of distinct features on a leaf's path, whether
-    every node has positive cover)`` for :func:`cart_leaf_tables`."""
+def cart_leaf_table_size(node_offset, children_left, children_right, feature, cover):
+    """``(table entries of each tree, largest number of distinct features on a leaf's
+    path, whether every node has positive cover)`` for :func:`cart_leaf_tables`."""
     n_nodes = children_left.shape[0]
     parent = np.full(n_nodes, -1, dtype=np.int64)
     positive = True
@@ -719,23 +719,29 @@ def cart_leaf_table_size(children_left, children_right, feature, cover):
         if children_left[node] != -1:
             parent[children_left[node]] = node
             parent[children_right[node]] = node
-    total = 0
+    n_trees = node_offset.shape[0] - 1
+    entries = np.zeros(n_trees, dtype=np.int64)
+    features = np.empty(n_nodes, dtype=np.int64)
     widest = 0
-    for node in range(n_nodes):
-        if children_left[node] != -1:
-            continue
-        features = np.empty(0, dtype=np.int64)
-        child = node
-        while parent[child] != -1:
-            f = feature[parent[child]]
-            if not np.any(features == f):
-                features = np.append(features, f)
-            child = parent[child]
-        m = features.shape[0]
-        widest = max(widest, m)
-        if m <= MAX_TABLED_FEATURES:
-            total += 1 << m
-    return total, widest, positive
+    for t in range(n_trees):
+        for node in range(node_offset[t], node_offset[t + 1]):
+            if children_left[node] != -1:
+                continue
+            m = 0
+            child = node
+            while parent[child] != -1:
+                f = feature[parent[child]]
+                known = False
+                for k in range(m):
+                    known = known or features[k] == f
+                if not known:
+                    features[m] = f
+                    m += 1
+                child = parent[child]
+            widest = max(widest, m)
+            if m <= MAX_TABLED_FEATURES:
+                entries[t] += 1 << m
+    return entries, widest, positive
 
 
 @nb.njit(cache=True, parallel=True)
