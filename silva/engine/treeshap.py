@@ -754,6 +754,8 @@ def cart_shap_tabled(X, node_offset, children_left, children_right, feature, thr
     n_rows = X.shape[0]
     n_trees = node_offset.shape[0] - 1
     n_values = leaf_value.shape[1]
+    # (1 - z) / z of each leaf's features, once rather than per row.
+    hot_factor = (1.0 - unique_zero) / unique_zero
     # Leaves of each tree: leaf_node is in node order, so each tree's leaves are a run.
     tree_first_leaf = np.searchsorted(leaf_node, node_offset)
     largest = 0
@@ -789,8 +791,7 @@ def cart_shap_tabled(X, node_offset, children_left, children_right, feature, thr
                     for u in range(m):
                         k = unique_start[leaf] + u
                         if (hot >> u) & 1:
-                            zero = unique_zero[k]
-                            share = (1.0 - zero) / zero * table[base + (hot ^ (1 << u))]
+                            share = hot_factor[k] * table[base + (hot ^ (1 << u))]
                         else:
                             share = cold_share
                         f = unique_feature[k]
