@@ -6,7 +6,10 @@ multiway trees (ID3, C4.5) one by one, each tree's leaf values *on the explained
 (tree weights, averaging and class mapping folded in), the output block each tree
 writes to, and a constant added to the expected value. The explanation is path-dependent
 TreeSHAP (Lundberg et al. 2020, Algorithm 2) with each node's training cover
-(``weighted_n_node_samples``) as the background distribution.
+(``weighted_n_node_samples``) as the background distribution. Binary trees are
+explained from per-leaf tables (:func:`silva.engine.treeshap.cart_shap_tabled`), a group
+of trees at a time, when the tables are small enough; otherwise, and for interaction
+values and ID3/C4.5 trees, by Algorithm 2's walk.
 
 What is explained (the quantity that contributions plus bias add up to):
 
@@ -85,7 +88,8 @@ class _Explained:
     n_features: int
     n_outputs: int
     bias: np.ndarray  # a constant per output added to the trees' expected values
-    cart: list = field(default_factory=list)  # (Tree, leaf_value, column, columns)
+    # Binary trees given one by one: (Tree, leaf_value, output column, model columns).
+    cart: list = field(default_factory=list)
     packed: _CartBlock | None = None
     multiway: list = field(default_factory=list)
 
@@ -468,7 +472,7 @@ def explanation(model, X, feature_names=None):
     ``(n_samples,)``; for several, ``(n_samples, n_features, n_outputs)`` and
     ``(n_samples, n_outputs)`` (``shap``'s layout for multi-output models). Feature
     names default to the model's ``feature_names_in_``. Needs the ``shap`` package
-    (``pip install silva[shap]`` or ``pip install shap``).
+    (``pip install shap``; silva has no extra for it).
     """
     try:
         import shap
@@ -476,7 +480,7 @@ def explanation(model, X, feature_names=None):
         raise ImportError("silva.explain.explanation needs the shap package: "
                           "pip install shap") from error
     values = contributions(model, X)
-    n_features = _validated_width(model)
+    n_features = int(model.n_features_in_)
     n_outputs = values.shape[1] // (n_features + 1)
     blocks = values.reshape(values.shape[0], n_outputs, n_features + 1)
     if feature_names is None:
@@ -491,6 +495,3 @@ def explanation(model, X, feature_names=None):
                             base_values=blocks[:, :, -1], data=data,
                             feature_names=list(feature_names))
 
-
-def _validated_width(model):
-    return int(model.n_features_in_)

@@ -38,6 +38,10 @@ arrays (all trees of a forest or a boosting model in one call, parallel over blo
 rows), and :func:`multiway_shap` over one ID3/C4.5 tree (several children per node; a
 row that stops at an inner node, through an unseen category or an empty branch, ends at
 a "virtual leaf" holding that node's value, whose training cover is zero).
+
+For binary trees :func:`cart_shap_tabled` gives the same values faster, from tables
+built once per leaf (:func:`cart_leaf_tables`; see the notes above it): Algorithm 2
+costs O(depth^2) per leaf and row, the tables O(path length).
 """
 
 import numba as nb
