@@ -351,3 +351,19 @@ def test_leaf_tables_equal_algorithm_two(monkeypatch):
     grouped = model.predict(X, pred_contrib=True).reshape(len(X), 3, 4)
     np.testing.assert_allclose(grouped, walked + [0, 0, 0, 1] * grouped[:, :, -1:],
                                rtol=0, atol=1e-12)
+
+
+def test_contributions_survive_a_model_file(tmp_path):
+    """The cover TreeSHAP reads is stored in model files."""
+    import silva
+
+    X, y = _frame(n=120)
+    for model in (GradientBoostingRegressor(n_estimators=3, max_leaf_nodes=4,
+                                            min_samples_leaf=5,
+                                            categorical_features="auto").fit(X, y),
+                  C45Classifier(min_samples_leaf=5).fit(X, _classes(y, 2))):
+        path = tmp_path / f"{type(model).__name__}.silva"
+        model.save(path)
+        loaded = silva.load(path)
+        np.testing.assert_array_equal(loaded.predict(X, pred_contrib=True),
+                                      model.predict(X, pred_contrib=True))
