@@ -8,7 +8,10 @@
 - :class:`BaseEstimatorNanMixin`: ensembles of any base estimator accept NaN in X when
   their base estimator does;
 - :class:`HeterogeneousEnsembleMixin`: nested ``get_params``/``set_params`` for
-  ensembles of named models (voting, stacking).
+  ensembles of named models (voting, stacking);
+- :class:`ExplainMixin`: ``predict(X, pred_contrib=True)`` and
+  ``predict(X, pred_interactions=True)`` of tree models (SHAP values, see
+  :mod:`silva.explain`).
 """
 
 import numpy as np
@@ -17,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 __all__ = [
     "BaseEstimatorNanMixin",
+    "ExplainMixin",
     "FittedInputMixin",
     "FittedTreeMixin",
     "HeterogeneousEnsembleMixin",
@@ -132,3 +136,22 @@ class HeterogeneousEnsembleMixin:
             dict(_named_items(self.estimators))[name].set_params(**values)
         super().set_params(**params)
         return self
+
+
+class ExplainMixin:
+    """The SHAP branch of a tree model's ``predict``: ``pred_contrib=True`` returns SHAP
+    values, ``(n_samples, (n_features + 1) * n_outputs)`` with each block's expected
+    value last, and ``pred_interactions=True`` SHAP interaction values (binary trees
+    only), as laid out in :mod:`silva.explain`."""
+
+    def _explain(self, X, pred_interactions, iteration_range=None):
+        from silva import explain  # only models that are explained load it
+
+        if iteration_range is not None:
+            raise ValueError(f"{type(self).__name__}.predict: pred_contrib and "
+                             "pred_interactions explain all iterations; leave "
+                             "iteration_range=None.")
+
+        if pred_interactions:
+            return explain.interactions(self, X)
+        return explain.contributions(self, X)

@@ -51,7 +51,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
-from silva._mixins import BaseEstimatorNanMixin, PredictLogProbaMixin
+from silva._mixins import BaseEstimatorNanMixin, ExplainMixin, PredictLogProbaMixin
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
@@ -116,7 +116,7 @@ def _softmax(scores):
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-class _BaseAdaBoost(BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
+class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
     """Parameter checks, base-learner cloning and one boosting round's fit."""
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, resample=False,
@@ -441,8 +441,14 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
         (vote totals, or summed symmetric log-probabilities for ``"real"``)."""
         return self._decision_from_scores(self._scores(self._validated_X(X)))
 
-    def predict(self, X):
-        """Class with the largest score (the first of equals)."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Class with the largest score (the first of equals).
+
+        ``pred_contrib=True`` returns SHAP values of :meth:`decision_function` instead
+        and ``pred_interactions=True`` SHAP interaction values (see :mod:`silva.explain`).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         scores = self._scores(self._validated_X(X))
         return self.classes_[np.argmax(scores, axis=1)]
 
@@ -623,8 +629,14 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         return np.column_stack([np.asarray(e.predict(X), dtype=np.float64).ravel()
                                 for e in self.estimators_])
 
-    def predict(self, X):
-        """Weighted median of the learners' predictions."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Weighted median of the learners' predictions.
+
+        ``pred_contrib=True`` raises a ValueError: a weighted median is not a sum over
+        trees, so TreeSHAP cannot explain it (see :mod:`silva.explain`).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         X = self._validated_X(X)
         return self._weighted_median(self._predictions(X), self.estimator_weights_)
 

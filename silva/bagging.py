@@ -38,7 +38,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
-from silva._mixins import BaseEstimatorNanMixin, FittedInputMixin, PredictLogProbaMixin
+from silva._mixins import (
+    BaseEstimatorNanMixin,
+    ExplainMixin,
+    FittedInputMixin,
+    PredictLogProbaMixin,
+)
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -124,7 +129,8 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
     return members
 
 
-class BaseBagging(FittedInputMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
+class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, PersistenceMixin,
+                  BaseEstimator):
     """Shared fit logic of :class:`BaggingClassifier` and :class:`BaggingRegressor`."""
 
     def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
@@ -382,8 +388,15 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
             total += self._member_proba(member, X[:, features])
         return total / len(self.estimators_)
 
-    def predict(self, X):
-        """The class of highest mean probability or most votes (the first of equals)."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """The class of highest mean probability or most votes (the first of equals).
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         # predict_proba first: it raises NotFittedError before classes_ is looked up.
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
@@ -431,8 +444,15 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
         y = _input.regression_target(y)
         return self._fit(X, y, sample_weight)
 
-    def predict(self, X):
-        """Mean of the members' predictions."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Mean of the members' predictions.
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         X = self._validated_X(X)
         total = np.zeros(X.shape[0])
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):

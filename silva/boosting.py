@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from silva import _boosting_loop, _input, metrics
 from silva._boosting_loop import BoostingConfig, BoostingRecord, EvalSet
+from silva._mixins import ExplainMixin
 from silva.engine import losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.gradient_splitting import (
@@ -63,7 +64,7 @@ _UNLIMITED_DEPTH = 2**31 - 1
 _SCALED_TARGET_LOSSES = {"squared_error", "huber", "poisson", "tweedie"}
 
 
-class BaseGradientBoosting(PersistenceMixin, BaseEstimator):
+class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
     """Shared logic; use :class:`GradientBoostingRegressor` or
     :class:`GradientBoostingClassifier`."""
 
@@ -613,9 +614,16 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         return self._fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks,
                          lambda y: (self._encode_target(y), None))
 
-    def predict(self, X, iteration_range=None):
+    def predict(self, X, iteration_range=None, pred_contrib=False, pred_interactions=False):
         """Predictions (the link of the raw prediction) of iterations
-        ``[first, last)`` (default all)."""
+        ``[first, last)`` (default all).
+
+        ``pred_contrib=True`` returns SHAP values of the raw score instead and
+        ``pred_interactions=True`` SHAP interaction values (see :mod:`silva.explain`);
+        with either, ``iteration_range`` must be None (all iterations).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions, iteration_range)
         raw = self._raw_predict(X, iteration_range)
         return self._loss.link(raw)[:, 0]
 
@@ -721,8 +729,15 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
         raw = self._raw_predict(X, iteration_range)
         return self._loss.link(raw)
 
-    def predict(self, X, iteration_range=None):
-        """Most probable class."""
+    def predict(self, X, iteration_range=None, pred_contrib=False, pred_interactions=False):
+        """Most probable class.
+
+        ``pred_contrib=True`` returns SHAP values of the raw score instead and
+        ``pred_interactions=True`` SHAP interaction values (see :mod:`silva.explain`);
+        with either, ``iteration_range`` must be None (all iterations).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions, iteration_range)
         proba = self.predict_proba(X, iteration_range)
         return self.classes_[np.argmax(proba, axis=1)]
 

@@ -34,7 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
-from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
+from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import multiway as mw
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
@@ -236,7 +236,7 @@ class _SubtreeRaisingPruner:
         return as_subtree
 
 
-class _MultiwayTreeClassifier(FittedTreeMixin, PredictLogProbaMixin, PersistenceMixin,
+class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixin, PersistenceMixin,
                               TreeReportMixin, ClassifierMixin,
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
@@ -330,8 +330,14 @@ class _MultiwayTreeClassifier(FittedTreeMixin, PredictLogProbaMixin, Persistence
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :]
 
-    def predict(self, X):
-        """Most probable class of each sample (the first of equals)."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Most probable class of each sample (the first of equals).
+
+        ``pred_contrib=True`` returns SHAP values of ``predict_proba`` instead (see
+        :mod:`silva.explain`); interaction values are computed for CART trees only.
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         probabilities = self.predict_proba(X)
         return self.classes_[np.argmax(probabilities, axis=1)]
 

@@ -27,7 +27,7 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import Bunch, check_random_state
 
 from silva import _input
-from silva._mixins import FittedTreeMixin, PredictLogProbaMixin
+from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -75,7 +75,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     return code, X, y, sample_weight, offset
 
 
-class BaseDecisionTree(FittedTreeMixin, BaseEstimator):
+class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
     """Shared fit and prediction logic; use the classifier or the regressor."""
 
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
@@ -518,8 +518,15 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, :].copy()
 
-    def predict(self, X):
-        """Most probable class of each sample (the first of equals)."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Most probable class of each sample (the first of equals).
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         probabilities = self.predict_proba(X)
         return self.classes_[np.argmax(probabilities, axis=1)]
 
@@ -585,7 +592,14 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
         self.n_outputs_ = 1
         return self._fit_tree(X, y, sample_weight, criterion_code, 1, value_offset=offset)
 
-    def predict(self, X):
-        """Mean (or median) target of each sample's leaf."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Mean (or median) target of each sample's leaf.
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         X = self._validated_X(X)
         return self.tree_.predict(X)[:, 0, 0].copy()

@@ -28,7 +28,7 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
-from silva._mixins import FittedInputMixin, PredictLogProbaMixin
+from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
 from silva._progress import progress
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
@@ -61,7 +61,7 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
 
-class BaseForest(FittedInputMixin, PersistenceMixin, BaseEstimator):
+class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
     _splitter = "best"  # "random" for extra trees
@@ -415,8 +415,15 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         X = self._validated_X(X)
         return self._packed.predict(X, n_outputs=self.n_classes_) / self._packed.n_trees
 
-    def predict(self, X):
-        """Class of highest mean probability (the first of equals)."""
+    def predict(self, X, pred_contrib=False, pred_interactions=False):
+        """Class of highest mean probability (the first of equals).
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         # predict_proba first: it raises NotFittedError before classes_ is looked up.
         proba = self.predict_proba(X)
         return self.classes_[np.argmax(proba, axis=1)]
@@ -542,13 +549,19 @@ class ForestRegressor(RegressorMixin, BaseForest):
         self.oob_score_ = r2_score(y[covered], prediction[covered])
         self.oob_curve_ = curve
 
-    def predict(self, X, return_std=False):
+    def predict(self, X, return_std=False, pred_contrib=False, pred_interactions=False):
         """Mean of the trees' predictions; with ``return_std``, also their standard deviation.
+
+        ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
+        SHAP interaction values (see :mod:`silva.explain` for what they explain and
+        their layout).
 
         The standard deviation is between trees (``np.std`` over the trees'
         predictions, ddof=0): a measure of the forest's disagreement, not a predictive
         interval (see :meth:`predict_quantiles` for those).
         """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions)
         X = self._validated_X(X)
         if not return_std:
             return self._packed.predict(X, n_outputs=1)[:, 0] / self._packed.n_trees
