@@ -16,8 +16,8 @@ from numba.core import event
 
 _NOTICE = (
     "silva: compiling its engine for this machine ({what}); this happens once per machine "
-    "and silva version and takes up to a minute or two per kind of estimator; the result "
-    "is cached on disk. `silva compile` does it ahead of time. (SILVA_COMPILE_NOTICE=0 "
+    "and silva version and takes 10-30 s per kind of estimator and size of data; the "
+    "result is cached on disk. `silva compile` does it ahead of time. (SILVA_COMPILE_NOTICE=0 "
     "silences this line.)\n"
 )
 
