@@ -517,13 +517,12 @@ def compiled_gradient_grower(parallel=True, categorical=True):
     compiles no parallel histogram pass (a fit of fewer than ``2 * BLOCK_ROWS`` rows
     never starts one, and with ``serial`` none runs), ``categorical=False`` no category
     scan. Each left-out path is a second or more of a cold first fit; the trees grown
-    are the same."""
-    if parallel and categorical:
+    are the same. Three copies at most (as :func:`silva.engine.grower.compiled_grower`):
+    a parallel fit gets the full one."""
+    if parallel:
         return grow_gradient_tree
-    bindings = {}
-    if not parallel:
-        bindings["node_histogram"] = serial_node_histogram()
+    bindings = {"node_histogram": serial_node_histogram()}
     if not categorical:
         bindings["find_best_split"] = numeric_split_finder()
-    suffix = ("" if parallel else "serial") + ("" if categorical else "numeric")
-    return specialize(grow_gradient_tree, suffix, **bindings)
+    return specialize(grow_gradient_tree, "serial" if categorical else "serialnumeric",
+                      **bindings)

@@ -524,11 +524,17 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
     feature), ``extras=False`` none of the significance test (``min_significance < 1``),
     best-first growth's heap (``max_leaf_nodes > 0``) and random splits (extra trees),
     which the default trees, forests, bagging and AdaBoost never take. Each left-out path
-    is a second or more of a cold first fit; the trees grown are the same. Three flags,
-    not one per path: each flag doubles the copies a test suite or a varied workload
-    compiles. The copy releases the GIL, so that a forest grows its trees on several
-    threads at once.
+    is a second or more of a cold first fit; the trees grown are the same.
+
+    At most three copies per criterion, not one per combination of flags: each copy is a
+    compile of its own (about 10 s), and a test suite or a varied workload would compile
+    every combination it meets. A fit that needs the parallel paths (large data) gets
+    the full copy; a serial fit the lean copy (numeric, no extras) when it needs neither
+    category scans nor extras, else the serial copy of everything else. The copy
+    releases the GIL, so that a forest grows its trees on several threads at once.
     """
+    lean = not (parallel or categorical or extras)
+    categorical = extras = not lean
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics)
