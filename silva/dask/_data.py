@@ -1,0 +1,132 @@
+"""Dask collections into prepared partitions on the workers, checked before any tree.
+
+X is a dask array (2-D, chunked by rows; column chunks are merged) or a dask DataFrame;
+y a dask array, Series or one-column DataFrame with as many partitions, partition ``i``
+of y holding the targets of partition ``i`` of X. What is checked, and when:
+
+- on the client, before anything is computed: the collection types, the number of
+  partitions, the row chunk sizes when both are known, categorical columns (not yet
+  supported);
+- on the workers, as each partition is loaded: its columns against the collection's
+  (names and count, by the estimator's own ``_prepare_X``), its row count against y's
+  partition (which also covers dask arrays with unknown chunk sizes: their lengths become
+  known when the partitions load, and nothing is computed twice), and y itself.
+
+Empty partitions are skipped (they add nothing to any sum); a collection with no rows
+at all is refused.
+"""
+
+import numpy as np
+
+
+def is_dask_collection(obj):
+    """Whether ``obj`` is a dask array, DataFrame or Series (without importing dask when
+    it is not loaded: nothing else can be one then)."""
+    import sys
+    if "dask" not in sys.modules:
+        return False
+    from dask import is_dask_collection as check
+    return check(obj)
+
+
+def _is_dataframe_like(obj):
+    import dask.dataframe as dd
+    return isinstance(obj, dd.DataFrame | dd.Series)
+
+
+def row_partitions(X, y, owner):
+    """``(X_parts, y_parts, X_sample)``: lists of one delayed object per row partition
+    of X and of y, and a small in-memory stand-in of X with its columns and dtypes (for
+    the template estimator's feature checks). ``owner`` names the estimator in errors."""
+    import dask.array as da
+
+    if not is_dask_collection(X):
+        raise TypeError(f"{owner}.fit takes a dask array or dask DataFrame X; got "
+                        f"{type(X).__name__}. For data in memory use the single-machine "
+                        "estimator (silva.GradientBoostingClassifier / Regressor).")
+    if not is_dask_collection(y):
+        raise TypeError(f"{owner}.fit takes y as a dask array or Series partitioned like "
+                        f"X; got {type(y).__name__}.")
+    if isinstance(X, da.Array):
+        if X.ndim != 2:
+            raise ValueError(f"{owner}: X must be a 2-D dask array; got {X.ndim} "
+                             "dimensions.")
+        if X.numblocks[1] > 1:
+            X = X.rechunk({1: -1})  # whole rows in each partition
+        X_parts = list(X.to_delayed()[:, 0])
+        n_features = X.shape[1]
+        if np.isnan(n_features):
+            raise ValueError(f"{owner}: X has an unknown number of columns.")
+        X_sample = np.zeros((1, int(n_features)), dtype=X.dtype)
+        x_rows = X.chunks[0]
+    elif _is_dataframe_like(X):
+        if X.ndim != 2:
+            raise ValueError(f"{owner}: X must be a DataFrame, not a Series.")
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+        categorical = [c for c, t in X.dtypes.items()
+                       if not (is_numeric_dtype(t) or is_bool_dtype(t))]
+        if categorical:
+            raise NotImplementedError(
+                f"{owner}: categorical and string columns are not supported on Dask yet "
+                f"(columns {categorical}); encode them as numbers first.")
+        X_parts = list(X.to_delayed())
+        X_sample = X._meta_nonempty
+        x_rows = None
+    else:
+        raise TypeError(f"{owner}.fit takes a dask array or DataFrame X; got "
+                        f"{type(X).__name__}.")
+    if isinstance(y, da.Array):
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y[:, 0]
+        if y.ndim != 1:
+            raise ValueError(f"{owner}: y must be one-dimensional; got shape {y.shape}.")
+        y_parts = list(y.to_delayed())
+        y_rows = y.chunks[0]
+    elif _is_dataframe_like(y):
+        if y.ndim == 2:
+            if len(y.columns) != 1:
+                raise ValueError(f"{owner}: y must be one column; got {len(y.columns)}.")
+            y = y[y.columns[0]]
+        y_parts = list(y.to_delayed())
+        y_rows = None
+    else:
+        raise TypeError(f"{owner}: y must be a dask array or Series; got "
+                        f"{type(y).__name__}.")
+    if len(X_parts) != len(y_parts):
+        raise ValueError(f"{owner}: X has {len(X_parts)} row partitions and y has "
+                         f"{len(y_parts)}: they must be partitioned alike (rechunk y "
+                         "like X, e.g. y.rechunk(X.chunks[0])).")
+    if x_rows is not None and y_rows is not None:
+        for i, (a, b) in enumerate(zip(x_rows, y_rows, strict=True)):
+            if not (np.isnan(a) or np.isnan(b)) and a != b:
+                raise ValueError(f"{owner}: partition {i} of X has {a} rows and "
+                                 f"partition {i} of y has {b}: they must be partitioned "
+                                 "alike (e.g. y.rechunk(X.chunks[0])).")
+    return X_parts, y_parts, X_sample
+
+
+def load_prepared(client, template, X_parts, y_parts, classifier):
+    """Prepare every partition on the cluster (:func:`silva.dask._shard.prepare_partition`)
+    and wait for them: ``{worker address: [futures of its partitions]}``. A partition
+    that fails its checks raises its error here, before any tree."""
+    from dask import delayed
+    from distributed import wait
+
+    from silva.dask._shard import prepare_partition
+
+    tasks = [delayed(prepare_partition, pure=True)(template, i, x, yp, classifier)
+             for i, (x, yp) in enumerate(zip(X_parts, y_parts, strict=True))]
+    futures = client.compute(tasks)
+    wait(futures)
+    for future in futures:
+        if future.status == "error":
+            future.result()  # raises the partition's own error
+    holders = client.who_has(futures)
+    by_worker = {}
+    for future in futures:
+        addresses = holders.get(future.key) or []
+        if not addresses:
+            raise RuntimeError(f"silva.dask: a prepared partition ({future.key}) is held "
+                               "by no worker; was a worker lost while loading?")
+        by_worker.setdefault(sorted(addresses)[0], []).append(future)
+    return by_worker

@@ -1,0 +1,213 @@
+"""One worker's rows for a distributed boosting fit: a Dask actor that holds them.
+
+A :class:`Shard` lives on one worker for a whole fit (``client.submit(Shard, ...,
+actor=True)``). It is built from the worker's prepared partitions (validated float64 X,
+y), bins them once with the fit's binner and then keeps, in memory, what the engine's
+single-machine loop keeps for the whole data: the bin codes (in the grower's workspace,
+:func:`silva.engine.gradient_histogram.make_workspace`), the raw predictions, the
+gradients and hessians, and the current tree's partition of its row positions. The raw
+rows are dropped after binning; nothing but histograms, split counts and a few numbers
+leaves the shard.
+
+The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is one round
+trip. The shard runs the engine's compiled kernels on its rows, unchanged:
+:func:`~silva.engine.gradient_histogram.node_histogram` for a node's local histogram and
+:func:`~silva.engine.partition.partition` to apply a split. Its histogram passes are
+serial (``serial=True``: the same row blocks, one after the other): a Dask worker's
+threads are its parallelism, and in a threaded ``LocalCluster`` several workers share one
+process, where concurrent parallel regions of numba's default threading layer are not
+allowed.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from silva.engine import gradient_histogram
+from silva.engine.partition import partition
+
+#: One prepared partition: its position in the collection, validated float64 X and its
+#: target (raw labels for classifiers, float64 for regressors).
+PreparedPartition = namedtuple("PreparedPartition", ["index", "X", "y"])
+
+#: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
+#: missing-value side, category flag and left-category bitset; ``left`` and ``right`` are
+#: the children's node ids; ``histogram_child`` the child (0 left, 1 right) whose local
+#: histogram the driver wants back, or -1 for none.
+SplitRequest = namedtuple("SplitRequest", [
+    "node", "feature", "split_bin", "missing_left", "is_categorical", "bitset", "left",
+    "right", "histogram_child"])
+
+
+def prepare_partition(template, index, X_part, y_part, classifier):
+    """Validate one partition on the worker that holds it: X through the template
+    estimator's own ``_prepare_X`` (feature count and names checked against the
+    collection's), y one-dimensional with X's length. Errors name the partition."""
+    try:
+        X = template._prepare_X(X_part, reset=False)
+    except ValueError as error:
+        raise ValueError(f"{type(template).__name__}: X partition {index} does not match "
+                         f"the collection's columns: {error}") from None
+    y = np.asarray(y_part)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"{type(template).__name__}: partition {index} of X has "
+                         f"{X.shape[0]} rows but partition {index} of y has shape "
+                         f"{y.shape}: X and y must be partitioned alike (same number of "
+                         "partitions, same rows in each).")
+    if not classifier:
+        from silva import _input
+        try:
+            y = _input.regression_target(y)
+        except ValueError as error:
+            raise ValueError(f"y partition {index}: {error}") from None
+    return PreparedPartition(index, X, y)
+
+
+class Shard:
+    """A worker's rows and per-row state during one fit (see the module docstring)."""
+
+    def __init__(self, *parts):
+        parts = [p for p in parts if p.X.shape[0] > 0]  # empty partitions add nothing
+        self.partition_indices = [p.index for p in parts]
+        self.partition_rows = [p.X.shape[0] for p in parts]
+        if parts:
+            self.X = np.concatenate([p.X for p in parts])
+            self.y_raw = np.concatenate([p.y for p in parts])
+        else:
+            self.X = np.empty((0, 0))
+            self.y_raw = np.empty(0)
+        self.n_rows = self.X.shape[0]
+
+    # ------------------------------------------------------------ before fitting
+    def describe(self, classifier):
+        """``(n_rows, summary)``: for a classifier the distinct labels, for a regressor
+        ``(sum, min, max)`` of y (what the driver needs for the loss's initial constant
+        and its domain check)."""
+        if classifier:
+            return self.n_rows, np.unique(self.y_raw)
+        if self.n_rows == 0:
+            return 0, (0.0, np.inf, -np.inf)
+        y = self.y_raw
+        return self.n_rows, (float(np.sum(y)), float(y.min()), float(y.max()))
+
+    def class_counts(self, classes):
+        """How many of this shard's rows fall in each class of ``classes``."""
+        codes = np.searchsorted(classes, self.y_raw)
+        return np.bincount(codes, minlength=len(classes)).astype(np.float64)
+
+    def sample_rows(self, n_wanted, seed):
+        """``n_wanted`` of this shard's rows, drawn without replacement (all of them when
+        it has no more), for the fit's bin edges."""
+        if n_wanted >= self.n_rows:
+            return self.X.copy()
+        rng = np.random.default_rng(seed)
+        return self.X[np.sort(rng.choice(self.n_rows, n_wanted, replace=False))]
+
+    def setup(self, binner, classes, loss, init_raw, pool_slots, use_hessian, two_lanes):
+        """Bin the rows once (then drop them) and allocate the per-row state."""
+        self.missing_bin = binner.missing_bin_
+        self.n_bins = binner.missing_bin_ + 1
+        if classes is not None:
+            y = np.searchsorted(classes, self.y_raw).astype(np.float64)
+        else:
+            y = self.y_raw.astype(np.float64)
+        self.y = y
+        self.y_raw = None
+        self.workspace = gradient_histogram.make_workspace(
+            binner.transform(self.X), self.n_bins, pool_slots)
+        self.n_features = self.X.shape[1]
+        self.X = None
+        self.loss = loss
+        n_outputs = loss.n_outputs
+        self.raw = np.asfortranarray(np.tile(init_raw, (self.n_rows, 1)))
+        self.grad = np.empty((self.n_rows, n_outputs), order="F")
+        self.hess = np.empty((self.n_rows, n_outputs), order="F")
+        self.weight = np.ones(self.n_rows)
+        self.use_hessian = bool(use_hessian)
+        self.two_lanes = bool(two_lanes)
+        self.scratch = np.zeros_like(self.workspace.histograms[0])
+        self.nodes = {}
+        self.column = 0
+        return self.n_rows
+
+    # --------------------------------------------------------------- per tree
+    def start_tree(self, column, iteration, pending_splits, leaf_update):
+        """Begin the tree on output ``column``: first finish the previous tree (apply its
+        ``pending_splits``, then add its leaf values, ``leaf_update = (column, nodes,
+        values)``), compute the gradients when ``iteration`` is not None (a new
+        iteration), and return the root's local histogram."""
+        self._apply_splits(pending_splits)
+        if leaf_update is not None:
+            self._add_leaf_values(*leaf_update)
+        if iteration is not None:
+            self.loss.update_iteration(self.y, self.raw, self.weight)
+            self.loss.gradient_hessian(self.y, self.raw, self.grad, self.hess,
+                                       iteration=iteration)
+        self.column = column
+        index = self.workspace.index
+        index[0, :] = np.arange(self.n_rows, dtype=np.int32)
+        self.nodes = {0: (0, 0, self.n_rows)}
+        return self._histogram(0, 0, self.n_rows, fill=True)
+
+    def split(self, requests):
+        """Apply the splits ``requests`` (:class:`SplitRequest`) to this shard's rows, in
+        order; return each one's local left count and the local histograms asked for
+        (one array, stacked in request order)."""
+        n_left = self._apply_splits(requests)
+        wanted = []
+        for request in requests:
+            if request.histogram_child >= 0:
+                child = request.left if request.histogram_child == 0 else request.right
+                half, start, end = self.nodes[child]
+                wanted.append(self._histogram(half, start, end, fill=False))
+        histograms = (np.stack(wanted) if wanted
+                      else np.empty((0, self.n_features, self.n_bins, 4)))
+        return n_left, histograms
+
+    def finish(self, pending_splits, leaf_update):
+        """The last tree's pending splits and leaf values (keeps the raw predictions
+        whole, for a fit that continues)."""
+        self._apply_splits(pending_splits)
+        if leaf_update is not None:
+            self._add_leaf_values(*leaf_update)
+        return self.n_rows
+
+    # ------------------------------------------------------------------ steps
+    def _apply_splits(self, requests):
+        n_left = np.zeros(len(requests), dtype=np.int64)
+        if not requests:
+            return n_left
+        columns = self.workspace.columns
+        work_index = self.workspace.index
+        for k, request in enumerate(requests):
+            half, start, end = self.nodes.pop(request.node)
+            left = partition(columns[request.feature], work_index, half, start, end,
+                             self.missing_bin, request.split_bin, request.missing_left,
+                             request.is_categorical, request.bitset)
+            n_left[k] = left
+            self.nodes[request.left] = (1 - half, start, start + left)
+            self.nodes[request.right] = (1 - half, start + left, end)
+        return n_left
+
+    def _histogram(self, half, start, end, fill):
+        hist = self.scratch
+        workspace = self.workspace
+        statistics = gradient_histogram.GradientStatistics(
+            self.grad, self.hess, np.int64(self.column), self.weight,
+            np.bool_(self.use_hessian), np.bool_(self.two_lanes))
+        parts = workspace.histograms[1:]
+        gradient_histogram.node_histogram(
+            hist, hist, parts, workspace.codes, workspace.index[half], workspace.stats,
+            np.int64(start), np.int64(end), np.int64(self.n_features), np.bool_(False),
+            np.bool_(True), np.bool_(self.two_lanes), statistics, np.bool_(fill))
+        # Only the bins that exist travel (the workspace pads each feature's bins).
+        return np.ascontiguousarray(hist[:, :self.n_bins, :])
+
+    def _add_leaf_values(self, column, nodes, values):
+        target = self.raw[:, column]
+        index = self.workspace.index
+        for node, value in zip(nodes, values, strict=True):
+            half, start, end = self.nodes[node]
+            target[index[half, start:end]] += value

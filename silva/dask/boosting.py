@@ -1,0 +1,349 @@
+"""Gradient boosting on a Dask cluster: data-parallel training on the histogram engine.
+
+:class:`DaskGradientBoostingRegressor` and :class:`DaskGradientBoostingClassifier` take
+the parameters of :class:`silva.GradientBoostingRegressor` /
+:class:`silva.GradientBoostingClassifier` (they subclass them, and reuse their parameter
+checks, losses, binner and tree objects) plus ``client``. A fit:
+
+1. prepares every row partition of X and y on the workers (:mod:`silva.dask._data`),
+   then starts one :class:`~silva.dask._shard.Shard` actor per worker on the partitions
+   that worker holds;
+2. places the bin edges once, on the client, from a sample of at most ``bin_subsample``
+   rows (default 200,000, LightGBM's ``bin_construct_sample_cnt``) drawn from the shards
+   in proportion to their rows; with no more rows than that, every row is used, and the
+   edges are those of the single-machine fit on the concatenated data;
+3. has each shard bin its rows once and keep codes, raw predictions, gradients and row
+   positions for the whole fit;
+4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
+   client, the split chosen once by the engine's split finder, applied by every shard.
+
+The fitted model is an ordinary boosted model: it predicts in memory like the
+single-machine estimator (and on dask collections through :mod:`silva.dask.prediction`),
+and :meth:`to_local` returns the plain :class:`silva.GradientBoostingClassifier` /
+``Regressor``, which saves, loads and prints like any other.
+
+Not supported yet (each a clear error): sample weights, evaluation sets and early
+stopping, ``subsample``/GOSS, warm starts, categorical features, the ``"gradient"``
+boosting mode and losses whose leaves need a line search (absolute error, quantile,
+huber), custom objectives.
+"""
+
+import time
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from silva import _boosting_loop, _input
+from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
+from silva.callbacks import CallbackEnv, EarlyStopException
+from silva.dask import _data
+from silva.dask._grower import Cluster, TreeGrower
+from silva.engine import losses
+from silva.engine.binning import Binner
+
+#: Rows sampled for the bin edges when ``bin_subsample`` is left at its Dask default.
+DEFAULT_BIN_SAMPLE = 200_000
+
+_DASK_PARAMS = ("client",)
+_MEAN_LOSSES = {"squared_error", "poisson", "gamma", "tweedie", "log_loss", "exponential"}
+
+
+class _DaskBoosting:
+    """The Dask fit shared by both estimators; mixed in before the local class."""
+
+    _local_class = None
+
+    @classmethod
+    def _get_param_names(cls):
+        return sorted(set(cls._local_class._get_param_names()) | set(_DASK_PARAMS))
+
+    def _local_params(self):
+        return {k: v for k, v in self.get_params(deep=False).items()
+                if k not in _DASK_PARAMS}
+
+    def to_local(self):
+        """The fitted model as the single-machine estimator (same parameters, same
+        trees): it predicts, saves (:mod:`silva.persistence`) and prints like one."""
+        from sklearn.utils.validation import check_is_fitted
+        check_is_fitted(self, "estimators_")
+        local = self._local_class(**self._local_params())
+        params = set(self._get_param_names())
+        for name, value in vars(self).items():
+            if name not in params and name != "dask_fit_":
+                setattr(local, name, value)
+        return local
+
+    # ------------------------------------------------------------------- checks
+    def _refuse_unsupported(self, sample_weight, eval_set):
+        owner = type(self).__name__
+        if not callable(self.loss):  # a wrong name is the single-machine ValueError
+            losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
+        problems = []
+        if sample_weight is not None:
+            problems.append("sample_weight")
+        if eval_set is not None or self.early_stopping_rounds is not None:
+            problems.append("eval_set / early_stopping_rounds")
+        if self.subsample != 1.0 or self.sampling != "uniform":
+            problems.append("subsample < 1 and sampling='goss'")
+        if self.warm_start:
+            problems.append("warm_start=True")
+        if self.categorical_features is not None:
+            problems.append("categorical_features")
+        if self.boosting != "newton":
+            problems.append("boosting='gradient'")
+        names = (losses.CLASSIFICATION_LOSSES if self._is_classifier
+                 else losses.REGRESSION_LOSSES)
+        if callable(self.loss) or (self.loss in names and self.loss not in _MEAN_LOSSES):
+            supported = sorted(set(names) & _MEAN_LOSSES)
+            problems.append(f"loss={self.loss!r} (supported: {supported})")
+        if problems:
+            raise NotImplementedError(f"{owner} does not support {', '.join(problems)} "
+                                      "yet; see docs/distributed.md.")
+
+    # ---------------------------------------------------------------------- fit
+    def _dask_fit(self, X, y, sample_weight, eval_set, callbacks):
+        from distributed import get_client
+
+        started = time.perf_counter()
+        owner = type(self).__name__
+        self._refuse_unsupported(sample_weight, eval_set)
+        client = self.client if self.client is not None else get_client()
+        X_parts, y_parts, X_sample = _data.row_partitions(X, y, owner)
+        # The template: the single-machine estimator, whose own checks validate the
+        # parameters here and each partition's columns on the workers.
+        template = self._local_class(**self._local_params())
+        template._prepare_X(X_sample, reset=True)
+        n_features = template.n_features_in_
+        checked = template._check_params(n_features)
+        classifier = self._is_classifier
+        by_worker = _data.load_prepared(client, template, X_parts, y_parts, classifier)
+
+        addresses = sorted(by_worker)
+        actor_futures = [client.submit(_shard_class(), *by_worker[a], actor=True,
+                                       workers=[a], allow_other_workers=False, pure=False)
+                         for a in addresses]
+        try:
+            shards = [f.result() for f in actor_futures]
+            del by_worker  # the shards hold the rows now
+            cluster = Cluster(shards, addresses)
+            return self._fit_on_shards(cluster, template, checked, callbacks, started)
+        finally:
+            for f in actor_futures:
+                f.release()
+
+    def _fit_on_shards(self, cluster, template, checked, callbacks, started):
+        classifier = self._is_classifier
+        described = cluster.call("describe", classifier, what="loading the partitions")
+        keep = [i for i, (n, _) in enumerate(described) if n > 0]
+        cluster.shards = [cluster.shards[i] for i in keep]
+        cluster.addresses = [cluster.addresses[i] for i in keep]
+        described = [described[i] for i in keep]
+        n_rows = [n for n, _ in described]
+        n_total = int(sum(n_rows))
+        if n_total == 0:
+            raise ValueError(f"{type(self).__name__}: X has no rows.")
+        for name in ("n_features_in_", "feature_names_in_", "is_categorical_", "_encoder"):
+            if hasattr(template, name):
+                setattr(self, name, getattr(template, name))
+
+        # The loss, its initial constant and its domain check, from per-shard summaries.
+        if classifier:
+            classes, _ = _input.classification_target(
+                np.concatenate([labels for _, labels in described]))
+            if len(classes) < 2:
+                raise ValueError(f"{type(self).__name__} needs samples of at least 2 "
+                                 f"classes; y has only one class, {classes[0]!r}.")
+            self.classes_ = classes
+            self.n_classes_ = len(classes)
+            loss = losses.make_loss(self.loss, n_classes=len(classes))  # checks the name
+            counts = np.sum(cluster.call("class_counts", classes, what="class counts"),
+                            axis=0)
+            init_raw = loss.init_raw(np.arange(len(classes), dtype=np.float64), counts)
+        else:
+            classes = None
+            loss = losses.make_loss(self.loss, n_classes=None, alpha=self.alpha,
+                                    power=self.power)
+            total = sum(s[0] for _, s in described)
+            smallest = min(s[1] for _, s in described)
+            largest = max(s[2] for _, s in described)
+            loss.check_y(np.array([smallest, largest]), np.ones(2))
+            init_raw = loss.init_raw(np.array([total / n_total]), None)
+        self._loss = loss
+        config = template._loop_config(checked, loss, None, self.n_features_in_)
+
+        # Bin edges, once, from a sample of the rows.
+        rng = check_random_state(self.random_state)
+        sample_size = n_total if self.bin_subsample is None else int(self.bin_subsample)
+        if sample_size >= n_total:
+            wanted = n_rows
+            seeds = [0] * len(n_rows)
+        else:
+            wanted = _proportional_counts(n_rows, sample_size)
+            seeds = [int(s) for s in rng.randint(2**31 - 1, size=len(n_rows))]
+        samples = [shard.sample_rows(int(w), s)
+                   for shard, w, s in zip(cluster.shards, wanted, seeds, strict=True)]
+        X_edges = np.concatenate([s.result() for s in samples])
+        binner = Binner(self.max_bins, self.is_categorical_).fit(X_edges)
+        del X_edges, samples
+        self._binner = binner
+        self.init_raw_ = init_raw
+        self._n_trees_per_iteration = loss.n_outputs
+        self.n_trees_per_iteration_ = loss.n_outputs
+
+        use_hessian = config.boosting == "newton"
+        two_lanes = bool(loss.unit_hessian or not use_hessian)
+        cluster.call("setup", binner, classes, loss, init_raw, 1, use_hessian, two_lanes,
+                     what="binning")
+        loaded = time.perf_counter()
+        trees, split_gains = self._boost(cluster, binner, loss, config, rng, callbacks)
+        self.estimators_ = trees
+        self._split_gains = split_gains
+        self.evals_result_ = {}
+        self.n_iter_ = len(trees)
+        self._packed = _boosting_loop.pack(trees, loss.n_outputs)
+        self._timings = {}
+        finished = time.perf_counter()
+        self.dask_fit_ = {
+            "n_workers": len(cluster.shards), "n_rows": n_total,
+            "rows_per_worker": n_rows, "bin_sample_rows": int(sum(wanted)),
+            "round_trips": cluster.round_trips,
+            "histogram_bytes": cluster.histogram_bytes,
+            "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
+            "seconds_waiting_on_workers": cluster.wait_seconds,
+        }
+        return self
+
+    def _boost(self, cluster, binner, loss, config, rng, callbacks):
+        n_features = self.n_features_in_
+        n_outputs = loss.n_outputs
+        grower = TreeGrower(cluster, binner, self.is_categorical_, config.split_params,
+                            config.max_depth, config.max_leaf_nodes, config.depthwise,
+                            max(1, int(round(config.colsample_bynode * max(1, int(round(
+                                config.colsample_bytree * n_features)))))),
+                            config.monotonic, config.interaction_sets)
+        n_bytree = max(1, int(round(config.colsample_bytree * n_features)))
+        tree_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
+        trees, split_gains = [], []
+        end = int(config.n_estimators)
+        for iteration in range(end):
+            # The single-machine loop's draws, in its order (see _boosting_loop.boost).
+            draws = _boosting_loop._feature_draws(n_outputs, n_features, n_bytree, rng)
+            iteration_trees = []
+            for k, (feature_mask, seed) in enumerate(draws):
+                table, bitsets = grower.grow(k, iteration if k == 0 else None,
+                                             feature_mask, seed)
+                values = table["value"] * config.learning_rate
+                is_leaf = table["left"] == -1
+                grower.finish_tree(k, values)
+                iteration_trees.append(_boosting_loop.make_tree(
+                    table, bitsets, values, n_features, tree_categories))
+                split_gains.append(np.where(is_leaf, 0.0, table["gain"]))
+            trees.append(iteration_trees)
+            env = CallbackEnv(self, iteration, 0, end, [])
+            try:
+                for callback in callbacks or ():
+                    callback(env)
+            except EarlyStopException as stop:
+                del trees[int(stop.best_iteration) + 1:]
+                del split_gains[(int(stop.best_iteration) + 1) * n_outputs:]
+                break
+        return trees, split_gains
+
+    # ------------------------------------------------------------------ predict
+    def _dask_or_local(self, method, X, **kwargs):
+        if _data.is_dask_collection(X):
+            from silva.dask import prediction
+            return getattr(prediction, method)(self.to_local(), X)
+        return getattr(super(), method)(X, **kwargs)
+
+
+def _shard_class():
+    from silva.dask._shard import Shard
+    return Shard
+
+
+def _proportional_counts(n_rows, total):
+    """``total`` split over shards in proportion to ``n_rows`` (largest remainders)."""
+    n_rows = np.asarray(n_rows, dtype=np.float64)
+    exact = total * n_rows / n_rows.sum()
+    counts = np.floor(exact).astype(np.int64)
+    short = int(total - counts.sum())
+    counts[np.argsort(-(exact - counts), kind="stable")[:short]] += 1
+    return np.minimum(counts, n_rows.astype(np.int64))
+
+
+class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
+    """:class:`silva.GradientBoostingRegressor` trained on a Dask cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        The cluster to train on; None: ``distributed.get_client()`` (the current one).
+    bin_subsample : int or None, default=200000
+        Rows sampled (from all partitions, in proportion to their size) to place the bin
+        edges; None uses every row (all rows travel to the client once: only for small
+        data). With no more rows than this, every row is used.
+    **params
+        Every other parameter of :class:`silva.GradientBoostingRegressor`.
+
+    Examples
+    --------
+    >>> from distributed import Client, LocalCluster          # doctest: +SKIP
+    >>> import dask.array as da                              # doctest: +SKIP
+    >>> with LocalCluster(n_workers=2) as cluster, Client(cluster) as client:
+    ...     X = da.random.random((100_000, 10), chunks=25_000)
+    ...     y = X[:, 0] * 2 + X[:, 1]
+    ...     model = DaskGradientBoostingRegressor(n_estimators=10).fit(X, y)
+    ...     local = model.to_local()                          # doctest: +SKIP
+    """
+
+    _local_class = GradientBoostingRegressor
+
+    def __init__(self, *, client=None, bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+        super().__init__(bin_subsample=bin_subsample, **params)
+        self.client = client
+
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
+            callbacks=None):
+        """Boost trees on the dask collections (X, y); NaN in X means missing."""
+        return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
+
+    def predict(self, X, iteration_range=None):
+        """Predictions; lazy (a dask array or Series) for a dask collection X."""
+        return self._dask_or_local("predict", X, iteration_range=iteration_range)
+
+
+class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
+    """:class:`silva.GradientBoostingClassifier` trained on a Dask cluster (binary and
+    multiclass log loss, exponential loss).
+
+    Parameters
+    ----------
+    client : distributed.Client or None, default=None
+        The cluster to train on; None: ``distributed.get_client()``.
+    bin_subsample : int or None, default=200000
+        As for :class:`DaskGradientBoostingRegressor`.
+    **params
+        Every other parameter of :class:`silva.GradientBoostingClassifier`.
+
+    The classes are those of the whole y (a class may be missing from some partitions).
+    """
+
+    _local_class = GradientBoostingClassifier
+
+    def __init__(self, *, client=None, bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+        super().__init__(bin_subsample=bin_subsample, **params)
+        self.client = client
+
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
+            callbacks=None):
+        """Boost trees on the dask collections (X, y); NaN in X means missing."""
+        return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
+
+    def predict(self, X, iteration_range=None):
+        """Most probable class; lazy for a dask collection X."""
+        return self._dask_or_local("predict", X, iteration_range=iteration_range)
+
+    def predict_proba(self, X, iteration_range=None):
+        """Class probabilities; lazy for a dask collection X."""
+        return self._dask_or_local("predict_proba", X, iteration_range=iteration_range)
