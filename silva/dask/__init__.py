@@ -16,8 +16,9 @@ except ImportError as error:  # pragma: no cover - depends on the installation
     raise ImportError("silva.dask needs dask and distributed: pip install silva[dask]"
                       ) from error
 
+from silva.dask._grower import WorkerLostError
 from silva.dask.boosting import DaskGradientBoostingClassifier, DaskGradientBoostingRegressor
 from silva.dask.prediction import decision_function, predict, predict_proba
 
 __all__ = ["DaskGradientBoostingClassifier", "DaskGradientBoostingRegressor",
-           "decision_function", "predict", "predict_proba"]
+           "WorkerLostError", "decision_function", "predict", "predict_proba"]

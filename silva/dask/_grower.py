@@ -56,8 +56,10 @@ from silva.engine.gradient_splitting import (
 from silva.engine.nodes import GRADIENT_NODE, LEAF, UNDEFINED
 
 
-class ShardLost(RuntimeError):
-    """A shard's worker stopped answering during a fit."""
+class WorkerLostError(RuntimeError):
+    """A worker that held a shard failed or left during a fit. The fit stops: the rows
+    lived only in that worker's memory, and a model grown on the others would be
+    silently wrong."""
 
 
 class Cluster:
@@ -70,19 +72,28 @@ class Cluster:
         self.round_trips = 0
         self.histogram_bytes = 0
         self.wait_seconds = 0.0
+        self.current_tree = None  # for error messages: the tree being grown
 
     def call(self, method, *args, what=""):
         """``method(*args)`` on every shard, in parallel; their answers in shard order."""
+        return self.call_each(method, [args] * len(self.shards), what=what)
+
+    def call_each(self, method, shard_args, what=""):
+        """``method(*shard_args[i])`` on shard ``i``, all in parallel; the answers."""
         t0 = time.perf_counter()
-        pending = [getattr(shard, method)(*args) for shard in self.shards]
+        pending = [getattr(shard, method)(*args)
+                   for shard, args in zip(self.shards, shard_args, strict=True)]
         answers = []
         for address, future in zip(self.addresses, pending, strict=True):
             try:
                 answers.append(future.result())
             except Exception as error:  # noqa: BLE001 - any failure of a worker is fatal
-                raise ShardLost(
-                    f"the Dask worker {address} failed or was lost during the fit "
-                    f"({what or method}): {type(error).__name__}: {error}. Its rows lived "
+                where = ("" if self.current_tree is None
+                         else f" at tree {self.current_tree}")
+                raise WorkerLostError(
+                    f"the Dask worker {address} failed or was lost during the fit"
+                    f"{where} ({what or method}): {type(error).__name__}: {error}. Its "
+                    "rows lived "
                     "only in that worker's memory, so the fit stops here rather than "
                     "continue on part of the data; fit again on the remaining "
                     "workers.") from error

@@ -42,7 +42,16 @@ SplitRequest = namedtuple("SplitRequest", [
 def prepare_partition(template, index, X_part, y_part, classifier):
     """Validate one partition on the worker that holds it: X through the template
     estimator's own ``_prepare_X`` (feature count and names checked against the
-    collection's), y one-dimensional with X's length. Errors name the partition."""
+    collection's), y one-dimensional with X's length. Errors name the partition. An
+    empty partition is skipped (its columns are not checked)."""
+    if len(X_part) == 0:
+        # Skipped: it adds nothing to any sum (the estimator's checks refuse 0 rows).
+        if len(y_part) != 0:
+            raise ValueError(f"{type(template).__name__}: partition {index} of X is empty "
+                             f"but partition {index} of y has {len(y_part)} rows: X and y "
+                             "must be partitioned alike.")
+        return PreparedPartition(index, np.empty((0, template.n_features_in_)),
+                                 np.empty(0))
     try:
         X = template._prepare_X(X_part, reset=False)
     except ValueError as error:

@@ -180,9 +180,9 @@ class _DaskBoosting:
         else:
             wanted = _proportional_counts(n_rows, sample_size)
             seeds = [int(s) for s in rng.randint(2**31 - 1, size=len(n_rows))]
-        samples = [shard.sample_rows(int(w), s)
-                   for shard, w, s in zip(cluster.shards, wanted, seeds, strict=True)]
-        X_edges = np.concatenate([s.result() for s in samples])
+        samples = cluster.call_each("sample_rows", [
+            (int(w), s) for w, s in zip(wanted, seeds, strict=True)], what="the bin sample")
+        X_edges = np.concatenate(samples)
         binner = Binner(self.max_bins, self.is_categorical_).fit(X_edges)
         del X_edges, samples
         self._binner = binner
@@ -230,6 +230,7 @@ class _DaskBoosting:
             draws = _boosting_loop._feature_draws(n_outputs, n_features, n_bytree, rng)
             iteration_trees = []
             for k, (feature_mask, seed) in enumerate(draws):
+                cluster.current_tree = iteration * n_outputs + k
                 table, bitsets = grower.grow(k, iteration if k == 0 else None,
                                              feature_mask, seed)
                 values = table["value"] * config.learning_rate
