@@ -120,6 +120,8 @@ def test_to_local_predicts_saves_and_prints(client, tmp_path):
     loaded = silva.load(path)
     np.testing.assert_array_equal(loaded.predict_proba(X), local.predict_proba(X))
     assert "feature" in silva.export_text(loaded.estimators_[0][0])
+    model.save(tmp_path / "direct.silva")  # the Dask model saves as its local self
+    assert type(silva.load(tmp_path / "direct.silva")) is silva.GradientBoostingClassifier
 
 
 def test_dataframe_input_and_lazy_prediction(client):
@@ -144,13 +146,24 @@ def _estimators():
                    silva.BaggingClassifier(n_estimators=3, random_state=0),
                    silva.AdaBoostClassifier(n_estimators=3, random_state=0),
                    silva.GradientBoostingClassifier(n_estimators=3),
-                   silva.C45Classifier(max_depth=3), silva.ID3Classifier(max_depth=3)]
+                   silva.C45Classifier(max_depth=3), silva.ID3Classifier(max_depth=3),
+                   silva.VotingClassifier([("a", silva.DecisionTreeClassifier(max_depth=2)),
+                                           ("b", silva.DecisionTreeClassifier(max_depth=4))],
+                                          voting="soft"),
+                   silva.StackingClassifier([("a", silva.DecisionTreeClassifier(max_depth=2)),
+                                             ("b", silva.DecisionTreeClassifier(max_depth=4))],
+                                            cv=3)]
     regressors = [silva.DecisionTreeRegressor(max_depth=4),
                   silva.RandomForestRegressor(n_estimators=3, random_state=0),
                   silva.ExtraTreesRegressor(n_estimators=3, random_state=0),
                   silva.BaggingRegressor(n_estimators=3, random_state=0),
                   silva.AdaBoostRegressor(n_estimators=3, random_state=0),
-                  silva.GradientBoostingRegressor(n_estimators=3)]
+                  silva.GradientBoostingRegressor(n_estimators=3),
+                  silva.VotingRegressor([("a", silva.DecisionTreeRegressor(max_depth=2)),
+                                         ("b", silva.DecisionTreeRegressor(max_depth=4))]),
+                  silva.StackingRegressor([("a", silva.DecisionTreeRegressor(max_depth=2)),
+                                           ("b", silva.DecisionTreeRegressor(max_depth=4))],
+                                          cv=3)]
     return classifiers, regressors
 
 

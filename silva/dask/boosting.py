@@ -73,6 +73,11 @@ class _DaskBoosting:
                 setattr(local, name, value)
         return local
 
+    def save(self, path, *, allow_pickle=False, metadata=None):
+        """Save the fitted model as the single-machine estimator it is (``to_local()``):
+        the file loads without dask, and holds no client."""
+        return self.to_local().save(path, allow_pickle=allow_pickle, metadata=metadata)
+
     # ------------------------------------------------------------------- checks
     def _refuse_unsupported(self, sample_weight, eval_set):
         owner = type(self).__name__
@@ -195,6 +200,7 @@ class _DaskBoosting:
         cluster.call("setup", binner, classes, loss, init_raw, 1, use_hessian, two_lanes,
                      what="binning")
         loaded = time.perf_counter()
+        waited_loading = cluster.wait_seconds
         trees, split_gains = self._boost(cluster, binner, loss, config, rng, callbacks)
         self.estimators_ = trees
         self._split_gains = split_gains
@@ -209,7 +215,7 @@ class _DaskBoosting:
             "round_trips": cluster.round_trips,
             "histogram_bytes": cluster.histogram_bytes,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
-            "seconds_waiting_on_workers": cluster.wait_seconds,
+            "seconds_boosting_waiting_on_workers": cluster.wait_seconds - waited_loading,
         }
         return self
 

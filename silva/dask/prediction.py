@@ -36,18 +36,18 @@ def decision_function(model, X):
 
 def _output_shape(model, method):
     """``(n_columns or None for one-dimensional output, dtype)`` of ``method``, found by
-    calling it on one row of the model's own kind (zeros; categorical codes 0)."""
+    calling it on one row of zeros with the model's columns; None for a model fitted on
+    category columns (zeros are not its categories: the output is then learnt from
+    the first rows of the data frame's meta)."""
     from sklearn.utils.validation import check_is_fitted
     check_is_fitted(model)
-    n_features = model.n_features_in_
+    if getattr(model, "_encoder", None) is not None:
+        return None
+    row = np.zeros((1, model.n_features_in_))
     names = getattr(model, "feature_names_in_", None)
-    row = np.zeros((1, n_features))
-    if names is not None or getattr(model, "_encoder", None) is not None:
+    if names is not None:
         import pandas as pd
-        row = pd.DataFrame(row, columns=names if names is not None else None)
-        encoder = getattr(model, "_encoder", None)
-        if encoder is not None:
-            return None  # the output is learnt from the first partition instead
+        row = pd.DataFrame(row, columns=names)
     out = np.asarray(getattr(model, method)(row))
     return (None if out.ndim == 1 else out.shape[1]), out.dtype
 
