@@ -19,6 +19,7 @@ dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
 
 import silva  # noqa: E402
+import silva.dask  # noqa: E402
 from silva.dask import (  # noqa: E402
     DaskGradientBoostingClassifier,
     DaskGradientBoostingRegressor,
@@ -316,3 +317,43 @@ def test_worker_processes_and_a_lost_worker():
         with pytest.raises(WorkerLostError, match=f"worker {victim} failed or was lost"):
             doomed.fit(dX, dy, callbacks=[kill_a_worker])
         assert not hasattr(doomed, "estimators_")
+
+
+def test_categorical_columns(client):
+    """A pandas category column (known categories) is split as a category set, with the
+    same trees as the single machine; integer codes in a dask array as well."""
+    X, _, _ = _data(n=1500, n_features=3, seed=4)
+    rng = np.random.RandomState(4)
+    colour = rng.randint(0, 5, size=1500)
+    effect = np.array([0.0, 2.0, -1.0, 1.0, -2.0])[colour]
+    y = (np.nan_to_num(X[:, 0]) + effect + rng.normal(size=1500) > 0).astype(int)
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    frame["colour"] = pd.Categorical.from_codes(colour, ["red", "green", "blue", "grey",
+                                                         "pink"])
+    frame.loc[frame.index[::50], "colour"] = np.nan
+    params = dict(n_estimators=3, max_leaf_nodes=8, categorical_features="auto")
+    dframe = dd.from_pandas(frame, npartitions=3)
+    model = DaskGradientBoostingClassifier(client=client, **params).fit(
+        dframe, dd.from_pandas(pd.Series(y), npartitions=3))
+    local = silva.GradientBoostingClassifier(**params).fit(frame, y)
+    assert model.is_categorical_.tolist() == [False, False, False, True]
+    assert any(t.is_categorical.any() for it in model.estimators_ for t in it)
+    _assert_same_trees(model, local)
+    lazy = silva.dask.predict_proba(model, dframe).compute()
+    np.testing.assert_allclose(lazy.to_numpy(), local.predict_proba(frame), rtol=1e-9)
+
+    codes = np.column_stack([X, np.where(np.arange(1500) % 50 == 0, np.nan, colour)])
+    params["categorical_features"] = [3]
+    model = DaskGradientBoostingClassifier(client=client, **params).fit(
+        da.from_array(codes, chunks=(500, -1)), da.from_array(y, chunks=500))
+    _assert_same_trees(model, silva.GradientBoostingClassifier(**params).fit(codes, y))
+    bad = codes.copy()
+    bad[1200, 3] = 2.5
+    with pytest.raises(ValueError, match="categorical column 'feature 3' holds the value "
+                                         "2.5"):
+        DaskGradientBoostingClassifier(client=client, **params).fit(
+            da.from_array(bad, chunks=(500, -1)), da.from_array(y, chunks=500))
+    with pytest.raises(ValueError, match="X.categorize()"):
+        DaskGradientBoostingClassifier(client=client, **params).fit(
+            dframe.astype({"colour": "object"}), dd.from_pandas(pd.Series(y),
+                                                                npartitions=3))

@@ -5,8 +5,9 @@ y a dask array, Series or one-column DataFrame with as many partitions, partitio
 of y holding the targets of partition ``i`` of X. What is checked, and when:
 
 - on the client, before anything is computed: the collection types, the number of
-  partitions, the row chunk sizes when both are known, categorical columns (not yet
-  supported);
+  partitions, the row chunk sizes when both are known, and that every non-numeric
+  column of a DataFrame is categorical with known categories (from the dtype, which
+  every worker then encodes alike);
 - on the workers, as each partition is loaded: its columns against the collection's
   (names and count, by the estimator's own ``_prepare_X``), its row count against y's
   partition (which also covers dask arrays with unknown chunk sizes: their lengths become
@@ -62,13 +63,17 @@ def row_partitions(X, y, owner):
     elif _is_dataframe_like(X):
         if X.ndim != 2:
             raise ValueError(f"{owner}: X must be a DataFrame, not a Series.")
+        import pandas as pd
         from pandas.api.types import is_bool_dtype, is_numeric_dtype
-        categorical = [c for c, t in X.dtypes.items()
-                       if not (is_numeric_dtype(t) or is_bool_dtype(t))]
-        if categorical:
-            raise NotImplementedError(
-                f"{owner}: categorical and string columns are not supported on Dask yet "
-                f"(columns {categorical}); encode them as numbers first.")
+        unknown = [c for c, t in X.dtypes.items()
+                   if not (is_numeric_dtype(t) or is_bool_dtype(t))
+                   and not (isinstance(t, pd.CategoricalDtype) and X[c].cat.known)]
+        if unknown:
+            # The categories must be known before any partition is read, so that every
+            # worker encodes a category with the same code.
+            raise ValueError(
+                f"{owner}: the columns {unknown} are neither numeric nor categorical with "
+                "known categories; make them categories first (X = X.categorize()).")
         X_parts = list(X.to_delayed())
         X_sample = X._meta_nonempty
         x_rows = None

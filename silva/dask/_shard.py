@@ -57,6 +57,9 @@ def prepare_partition(template, index, X_part, y_part, classifier):
     except ValueError as error:
         raise ValueError(f"{type(template).__name__}: X partition {index} does not match "
                          f"the collection's columns: {error}") from None
+    from silva import _input
+    _input.check_categorical_codes(X, template.is_categorical_, template.max_bins,
+                                   getattr(template, "feature_names_in_", None))
     y = np.asarray(y_part)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
@@ -66,7 +69,6 @@ def prepare_partition(template, index, X_part, y_part, classifier):
                          f"{y.shape}: X and y must be partitioned alike (same number of "
                          "partitions, same rows in each).")
     if not classifier:
-        from silva import _input
         try:
             y = _input.regression_target(y)
         except ValueError as error:
@@ -90,16 +92,24 @@ class Shard:
         self.n_rows = self.X.shape[0]
 
     # ------------------------------------------------------------ before fitting
-    def describe(self, classifier):
-        """``(n_rows, summary)``: for a classifier the distinct labels, for a regressor
-        ``(sum, min, max)`` of y (what the driver needs for the loss's initial constant
-        and its domain check)."""
+    def describe(self, classifier, is_categorical):
+        """``(n_rows, summary, largest_codes)``: for a classifier the distinct labels, for
+        a regressor ``(sum, min, max)`` of y (what the driver needs for the loss's
+        initial constant and its domain check); the largest code of each categorical
+        feature (-1 when it has none: NaN only), which sets its number of bins."""
+        largest = np.full(int(np.sum(is_categorical)), -1.0)
+        if self.n_rows:
+            columns = self.X[:, np.flatnonzero(is_categorical)]
+            present = ~np.isnan(columns)
+            largest = np.where(present.any(axis=0),
+                               np.max(np.where(present, columns, -1.0), axis=0,
+                                      initial=-1.0), -1.0)
         if classifier:
-            return self.n_rows, np.unique(self.y_raw)
+            return self.n_rows, np.unique(self.y_raw), largest
         if self.n_rows == 0:
-            return 0, (0.0, np.inf, -np.inf)
+            return 0, (0.0, np.inf, -np.inf), largest
         y = self.y_raw
-        return self.n_rows, (float(np.sum(y)), float(y.min()), float(y.max()))
+        return self.n_rows, (float(np.sum(y)), float(y.min()), float(y.max())), largest
 
     def class_counts(self, classes):
         """How many of this shard's rows fall in each class of ``classes``."""

@@ -17,13 +17,18 @@ checks, losses, binner and tree objects) plus ``client``. A fit:
 4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
    client, the split chosen once by the engine's split finder, applied by every shard.
 
+Categorical features: as for the single-machine estimator (``categorical_features``),
+from pandas category columns with known categories or integer codes; a categorical
+feature's bin count comes from its largest code over all rows (reported by the shards),
+its split from the engine's category scan.
+
 The fitted model is an ordinary boosted model: it predicts in memory like the
 single-machine estimator (and on dask collections through :mod:`silva.dask.prediction`),
 and :meth:`to_local` returns the plain :class:`silva.GradientBoostingClassifier` /
 ``Regressor``, which saves, loads and prints like any other.
 
 Not supported yet (each a clear error): sample weights, evaluation sets and early
-stopping, ``subsample``/GOSS, warm starts, categorical features, the ``"gradient"``
+stopping, ``subsample``/GOSS, warm starts, the ``"gradient"``
 boosting mode and losses whose leaves need a line search (absolute error, quantile,
 huber), custom objectives.
 """
@@ -92,8 +97,6 @@ class _DaskBoosting:
             problems.append("subsample < 1 and sampling='goss'")
         if self.warm_start:
             problems.append("warm_start=True")
-        if self.categorical_features is not None:
-            problems.append("categorical_features")
         if self.boosting != "newton":
             problems.append("boosting='gradient'")
         names = (losses.CLASSIFICATION_LOSSES if self._is_classifier
@@ -138,12 +141,14 @@ class _DaskBoosting:
 
     def _fit_on_shards(self, cluster, template, checked, callbacks, started):
         classifier = self._is_classifier
-        described = cluster.call("describe", classifier, what="loading the partitions")
-        keep = [i for i, (n, _) in enumerate(described) if n > 0]
+        described = cluster.call("describe", classifier, template.is_categorical_,
+                                 what="loading the partitions")
+        keep = [i for i, (n, _, _) in enumerate(described) if n > 0]
         cluster.shards = [cluster.shards[i] for i in keep]
         cluster.addresses = [cluster.addresses[i] for i in keep]
         described = [described[i] for i in keep]
-        n_rows = [n for n, _ in described]
+        n_rows = [n for n, _, _ in described]
+        largest_codes = np.max([codes for _, _, codes in described], axis=0)
         n_total = int(sum(n_rows))
         if n_total == 0:
             raise ValueError(f"{type(self).__name__}: X has no rows.")
@@ -154,7 +159,7 @@ class _DaskBoosting:
         # The loss, its initial constant and its domain check, from per-shard summaries.
         if classifier:
             classes, _ = _input.classification_target(
-                np.concatenate([labels for _, labels in described]))
+                np.concatenate([labels for _, labels, _ in described]))
             if len(classes) < 2:
                 raise ValueError(f"{type(self).__name__} needs samples of at least 2 "
                                  f"classes; y has only one class, {classes[0]!r}.")
@@ -168,9 +173,9 @@ class _DaskBoosting:
             classes = None
             loss = losses.make_loss(self.loss, n_classes=None, alpha=self.alpha,
                                     power=self.power)
-            total = sum(s[0] for _, s in described)
-            smallest = min(s[1] for _, s in described)
-            largest = max(s[2] for _, s in described)
+            total = sum(s[0] for _, s, _ in described)
+            smallest = min(s[1] for _, s, _ in described)
+            largest = max(s[2] for _, s, _ in described)
             loss.check_y(np.array([smallest, largest]), np.ones(2))
             init_raw = loss.init_raw(np.array([total / n_total]), None)
         self._loss = loss
@@ -188,6 +193,14 @@ class _DaskBoosting:
         samples = cluster.call_each("sample_rows", [
             (int(w), s) for w, s in zip(wanted, seeds, strict=True)], what="the bin sample")
         X_edges = np.concatenate(samples)
+        if self.is_categorical_.any():
+            # The binner counts a categorical feature's bins from the rows it sees: one
+            # more row with each one's largest code over all rows (NaN elsewhere, which
+            # places no numeric edge) makes the count that of the whole data.
+            extra = np.full((1, X_edges.shape[1]), np.nan)
+            extra[0, self.is_categorical_] = np.where(largest_codes >= 0, largest_codes,
+                                                      np.nan)
+            X_edges = np.concatenate([X_edges, extra])
         binner = Binner(self.max_bins, self.is_categorical_).fit(X_edges)
         del X_edges, samples
         self._binner = binner
