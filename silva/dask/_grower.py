@@ -194,11 +194,21 @@ class TreeGrower:
 
     # ------------------------------------------------------------------ steps
     def _sum(self, histograms):
+        """The shards' histograms summed, with all four channels: shards of a fit with
+        unit hessians and weights send the gradient and hessian channels only, and the
+        count and weight channels are then the hessian's (as the engine's two-lane
+        passes widen them)."""
         total = np.array(histograms[0], dtype=np.float64, copy=True)
         self.cluster.histogram_bytes += sum(h.nbytes for h in histograms)
         for h in histograms[1:]:
             total += h
-        return total
+        if total.shape[-1] == N_CHANNELS:
+            return total
+        full = np.empty(total.shape[:-1] + (N_CHANNELS,))
+        full[..., 1:3] = total
+        full[..., COUNT_CHANNEL] = total[..., 1]
+        full[..., WEIGHT_CHANNEL] = total[..., 1]
+        return full
 
     def _create(self, sums, hist, lower, upper, depth, parent, needs_histogram, frontier):
         """A new node from its channel ``sums``; with a histogram, its best split is

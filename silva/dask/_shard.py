@@ -182,7 +182,8 @@ class Shard:
                 half, start, end = self.nodes[child]
                 wanted.append(self._histogram(half, start, end, fill=False))
         histograms = (np.stack(wanted) if wanted
-                      else np.empty((0, self.n_features, self.n_bins, 4)))
+                      else np.empty((0, self.n_features, self.n_bins,
+                                     2 if self.two_lanes else 4)))
         return n_left, histograms
 
     def finish(self, pending_splits, leaf_update):
@@ -221,7 +222,11 @@ class Shard:
             hist, hist, parts, workspace.codes, workspace.index[half], workspace.stats,
             np.int64(start), np.int64(end), np.int64(self.n_features), np.bool_(False),
             np.bool_(True), np.bool_(self.two_lanes), statistics, np.bool_(fill))
-        # Only the bins that exist travel (the workspace pads each feature's bins).
+        # Only the bins that exist travel (the workspace pads each feature's bins), and
+        # with unit hessians and weights only the gradient and hessian channels (the
+        # count and weight channels are the hessian's): half the bytes.
+        if self.two_lanes:
+            return np.ascontiguousarray(hist[:, :self.n_bins, 1:3])
         return np.ascontiguousarray(hist[:, :self.n_bins, :])
 
     def _add_leaf_values(self, column, nodes, values):
