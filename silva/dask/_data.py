@@ -8,10 +8,11 @@ of y holding the targets of partition ``i`` of X. What is checked, and when:
   partitions, the row chunk sizes when both are known, and that every non-numeric
   column of a DataFrame is categorical with known categories (from the dtype, which
   every worker then encodes alike);
-- on the workers, as each partition is loaded: its columns against the collection's
-  (names and count, by the estimator's own ``_prepare_X``), its row count against y's
-  partition (which also covers dask arrays with unknown chunk sizes: their lengths become
-  known when the partitions load, and nothing is computed twice), and y itself.
+- on the workers, in the first pass over the partitions
+  (:func:`silva.dask._shard.describe_partition`): its columns against the collection's
+  (names and count, by the estimator's own ``_prepare_X``), categorical codes, its row
+  count against y's partition (which also covers dask arrays with unknown chunk sizes:
+  their lengths become known in this pass), and y itself.
 
 Empty partitions are skipped (they add nothing to any sum); a collection with no rows
 at all is refused.
@@ -110,28 +111,29 @@ def row_partitions(X, y, owner):
     return X_parts, y_parts, X_sample
 
 
-def load_prepared(client, template, X_parts, y_parts, classifier):
-    """Prepare every partition on the cluster (:func:`silva.dask._shard.prepare_partition`)
-    and wait for them: ``{worker address: [futures of its partitions]}``. A partition
-    that fails its checks raises its error here, before any tree."""
-    from dask import delayed
+def gather_each(client, tasks):
+    """Compute the delayed ``tasks`` on the cluster and bring their (small) results to
+    the client; a task's error is raised as it is (the partition checks name their
+    partition)."""
+    return client.gather(client.compute(tasks))
+
+
+def keep_by_worker(client, tasks):
+    """Compute the delayed ``tasks`` on the cluster and leave their results there:
+    ``{worker address: [futures of the results it holds]}``."""
     from distributed import wait
 
-    from silva.dask._shard import prepare_partition
-
-    tasks = [delayed(prepare_partition, pure=True)(template, i, x, yp, classifier)
-             for i, (x, yp) in enumerate(zip(X_parts, y_parts, strict=True))]
     futures = client.compute(tasks)
     wait(futures)
     for future in futures:
         if future.status == "error":
-            future.result()  # raises the partition's own error
+            future.result()  # raises the task's own error
     holders = client.who_has(futures)
     by_worker = {}
     for future in futures:
         addresses = holders.get(future.key) or []
         if not addresses:
-            raise RuntimeError(f"silva.dask: a prepared partition ({future.key}) is held "
-                               "by no worker; was a worker lost while loading?")
+            raise RuntimeError(f"silva.dask: a binned partition ({future.key}) is held by "
+                               "no worker; was a worker lost while loading?")
         by_worker.setdefault(sorted(addresses)[0], []).append(future)
     return by_worker

@@ -1,13 +1,15 @@
 """One worker's rows for a distributed boosting fit: a Dask actor that holds them.
 
-A :class:`Shard` lives on one worker for a whole fit (``client.submit(Shard, ...,
-actor=True)``). It is built from the worker's prepared partitions (validated float64 X,
-y), bins them once with the fit's binner and then keeps, in memory, what the engine's
+Loading reads the data three times, partition by partition, in tasks on the workers,
+so that raw rows never sit in a worker's memory beyond the one partition a task reads:
+:func:`describe_partition` (checks, row counts, labels), :func:`sample_partition` (the
+rows that place the bin edges) and :func:`bin_partition` (bin codes and encoded y). A
+:class:`Shard` then lives on one worker for the whole fit (``client.submit(Shard, ...,
+actor=True)``), built from that worker's binned partitions, and keeps what the engine's
 single-machine loop keeps for the whole data: the bin codes (in the grower's workspace,
 :func:`silva.engine.gradient_histogram.make_workspace`), the raw predictions, the
-gradients and hessians, and the current tree's partition of its row positions. The raw
-rows are dropped after binning; nothing but histograms, split counts and a few numbers
-leaves the shard.
+gradients and hessians, and the current tree's partition of its row positions. Nothing
+but histograms, split counts and a few numbers leaves the shard.
 
 The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is one round
 trip. The shard runs the engine's compiled kernels on its rows, unchanged:
@@ -26,9 +28,16 @@ import numpy as np
 from silva.engine import gradient_histogram
 from silva.engine.partition import partition
 
-#: One prepared partition: its position in the collection, validated float64 X and its
-#: target (raw labels for classifiers, float64 for regressors).
-PreparedPartition = namedtuple("PreparedPartition", ["index", "X", "y"])
+#: What the client learns of one partition before the bin edges: its position, its row
+#: count, its labels and their counts (classifiers) or the sum, minimum and maximum of y
+#: (regressors), and the largest code of each categorical feature (-1: none).
+PartitionSummary = namedtuple("PartitionSummary", [
+    "index", "n_rows", "labels", "label_counts", "y_sum", "y_min", "y_max",
+    "largest_codes"])
+
+#: One partition binned on its worker: its position, feature-major bin codes
+#: (n_features, n_rows) and its target as float64 (class indices for classifiers).
+BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y"])
 
 #: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
 #: missing-value side, category flag and left-category bitset; ``left`` and ``right`` are
@@ -39,105 +48,97 @@ SplitRequest = namedtuple("SplitRequest", [
     "right", "histogram_child"])
 
 
-def prepare_partition(template, index, X_part, y_part, classifier):
-    """Validate one partition on the worker that holds it: X through the template
-    estimator's own ``_prepare_X`` (feature count and names checked against the
-    collection's), y one-dimensional with X's length. Errors name the partition. An
-    empty partition is skipped (its columns are not checked)."""
+def validated_partition(template, index, X_part, y_part, classifier):
+    """``(X, y)`` of one partition, checked on the worker that computes it: X through
+    the template estimator's own ``_prepare_X`` (feature count and names against the
+    collection's), categorical codes, y one-dimensional with X's length (float64 for a
+    regressor). Errors name the partition. An empty partition gives empty arrays (its
+    columns are not checked: the estimator's checks refuse 0 rows)."""
+    from silva import _input
+
+    owner = type(template).__name__
     if len(X_part) == 0:
-        # Skipped: it adds nothing to any sum (the estimator's checks refuse 0 rows).
         if len(y_part) != 0:
-            raise ValueError(f"{type(template).__name__}: partition {index} of X is empty "
-                             f"but partition {index} of y has {len(y_part)} rows: X and y "
-                             "must be partitioned alike.")
-        return PreparedPartition(index, np.empty((0, template.n_features_in_)),
-                                 np.empty(0))
+            raise ValueError(f"{owner}: partition {index} of X is empty but partition "
+                             f"{index} of y has {len(y_part)} rows: X and y must be "
+                             "partitioned alike.")
+        return np.empty((0, template.n_features_in_)), np.empty(0)
     try:
         X = template._prepare_X(X_part, reset=False)
     except ValueError as error:
-        raise ValueError(f"{type(template).__name__}: X partition {index} does not match "
-                         f"the collection's columns: {error}") from None
-    from silva import _input
+        raise ValueError(f"{owner}: X partition {index} does not match the collection's "
+                         f"columns: {error}") from None
     _input.check_categorical_codes(X, template.is_categorical_, template.max_bins,
                                    getattr(template, "feature_names_in_", None))
     y = np.asarray(y_part)
     if y.ndim == 2 and y.shape[1] == 1:
         y = y[:, 0]
     if y.ndim != 1 or y.shape[0] != X.shape[0]:
-        raise ValueError(f"{type(template).__name__}: partition {index} of X has "
-                         f"{X.shape[0]} rows but partition {index} of y has shape "
-                         f"{y.shape}: X and y must be partitioned alike (same number of "
-                         "partitions, same rows in each).")
+        raise ValueError(f"{owner}: partition {index} of X has {X.shape[0]} rows but "
+                         f"partition {index} of y has shape {y.shape}: X and y must be "
+                         "partitioned alike (same number of partitions, same rows in "
+                         "each).")
     if not classifier:
         try:
             y = _input.regression_target(y)
         except ValueError as error:
             raise ValueError(f"y partition {index}: {error}") from None
-    return PreparedPartition(index, X, y)
+    return X, y
+
+
+def describe_partition(template, index, X_part, y_part, classifier):
+    """The :class:`PartitionSummary` of one partition (first pass over the data)."""
+    X, y = validated_partition(template, index, X_part, y_part, classifier)
+    columns = X[:, np.flatnonzero(template.is_categorical_)]
+    present = ~np.isnan(columns)
+    largest = np.max(np.where(present, columns, -1.0), axis=0, initial=-1.0)
+    if classifier:
+        labels, counts = np.unique(y, return_counts=True)
+        return PartitionSummary(index, X.shape[0], labels, counts, 0.0, np.inf, -np.inf,
+                                largest)
+    if X.shape[0] == 0:
+        return PartitionSummary(index, 0, None, None, 0.0, np.inf, -np.inf, largest)
+    return PartitionSummary(index, X.shape[0], None, None, float(np.sum(y)),
+                            float(y.min()), float(y.max()), largest)
+
+
+def sample_partition(template, index, X_part, n_wanted, seed):
+    """``n_wanted`` rows of one partition, drawn without replacement (all of them when
+    it has no more), for the bin edges (second pass; the partition was checked by the
+    first)."""
+    X = template._prepare_X(X_part, reset=False)
+    if n_wanted >= X.shape[0]:
+        return X
+    rng = np.random.default_rng(seed)
+    return X[np.sort(rng.choice(X.shape[0], n_wanted, replace=False))]
+
+
+def bin_partition(template, index, X_part, y_part, classifier, binner, classes):
+    """One partition binned with the fit's binner, its target encoded (third pass): the
+    raw rows live only while this task runs."""
+    X, y = validated_partition(template, index, X_part, y_part, classifier)
+    y = (np.searchsorted(classes, y) if classes is not None else y).astype(np.float64)
+    return BinnedPartition(index, binner.transform(X), y)
 
 
 class Shard:
     """A worker's rows and per-row state during one fit (see the module docstring)."""
 
     def __init__(self, *parts):
-        parts = [p for p in parts if p.X.shape[0] > 0]  # empty partitions add nothing
+        parts = [p for p in parts if p.y.shape[0] > 0]
         self.partition_indices = [p.index for p in parts]
-        self.partition_rows = [p.X.shape[0] for p in parts]
-        if parts:
-            self.X = np.concatenate([p.X for p in parts])
-            self.y_raw = np.concatenate([p.y for p in parts])
-        else:
-            self.X = np.empty((0, 0))
-            self.y_raw = np.empty(0)
-        self.n_rows = self.X.shape[0]
+        self.partition_rows = [p.y.shape[0] for p in parts]
+        self.codes = np.ascontiguousarray(np.concatenate([p.codes for p in parts], axis=1))
+        self.y = np.concatenate([p.y for p in parts])
+        self.n_rows = self.y.shape[0]
+        self.n_features = self.codes.shape[0]
 
-    # ------------------------------------------------------------ before fitting
-    def describe(self, classifier, is_categorical):
-        """``(n_rows, summary, largest_codes)``: for a classifier the distinct labels, for
-        a regressor ``(sum, min, max)`` of y (what the driver needs for the loss's
-        initial constant and its domain check); the largest code of each categorical
-        feature (-1 when it has none: NaN only), which sets its number of bins."""
-        largest = np.full(int(np.sum(is_categorical)), -1.0)
-        if self.n_rows:
-            columns = self.X[:, np.flatnonzero(is_categorical)]
-            present = ~np.isnan(columns)
-            largest = np.where(present.any(axis=0),
-                               np.max(np.where(present, columns, -1.0), axis=0,
-                                      initial=-1.0), -1.0)
-        if classifier:
-            return self.n_rows, np.unique(self.y_raw), largest
-        if self.n_rows == 0:
-            return 0, (0.0, np.inf, -np.inf), largest
-        y = self.y_raw
-        return self.n_rows, (float(np.sum(y)), float(y.min()), float(y.max())), largest
-
-    def class_counts(self, classes):
-        """How many of this shard's rows fall in each class of ``classes``."""
-        codes = np.searchsorted(classes, self.y_raw)
-        return np.bincount(codes, minlength=len(classes)).astype(np.float64)
-
-    def sample_rows(self, n_wanted, seed):
-        """``n_wanted`` of this shard's rows, drawn without replacement (all of them when
-        it has no more), for the fit's bin edges."""
-        if n_wanted >= self.n_rows:
-            return self.X.copy()
-        rng = np.random.default_rng(seed)
-        return self.X[np.sort(rng.choice(self.n_rows, n_wanted, replace=False))]
-
-    def setup(self, binner, classes, loss, init_raw, pool_slots, use_hessian, two_lanes):
-        """Bin the rows once (then drop them) and allocate the per-row state."""
-        self.missing_bin = binner.missing_bin_
-        self.n_bins = binner.missing_bin_ + 1
-        if classes is not None:
-            y = np.searchsorted(classes, self.y_raw).astype(np.float64)
-        else:
-            y = self.y_raw.astype(np.float64)
-        self.y = y
-        self.y_raw = None
-        self.workspace = gradient_histogram.make_workspace(
-            binner.transform(self.X), self.n_bins, pool_slots)
-        self.n_features = self.X.shape[1]
-        self.X = None
+    def setup(self, missing_bin, loss, init_raw, use_hessian, two_lanes):
+        """The grower's workspace on the codes, and the per-row state."""
+        self.missing_bin = int(missing_bin)
+        self.n_bins = self.missing_bin + 1
+        self.workspace = gradient_histogram.make_workspace(self.codes, self.n_bins, 1)
+        self.codes = None  # the workspace holds them (its ``columns``)
         self.loss = loss
         n_outputs = loss.n_outputs
         self.raw = np.asfortranarray(np.tile(init_raw, (self.n_rows, 1)))

@@ -5,15 +5,16 @@ the parameters of :class:`silva.GradientBoostingRegressor` /
 :class:`silva.GradientBoostingClassifier` (they subclass them, and reuse their parameter
 checks, losses, binner and tree objects) plus ``client``. A fit:
 
-1. prepares every row partition of X and y on the workers (:mod:`silva.dask._data`),
-   then starts one :class:`~silva.dask._shard.Shard` actor per worker on the partitions
-   that worker holds;
+1. checks every row partition of X and y on the workers and summarises it (row count,
+   labels or sums of y) (:mod:`silva.dask._data`, :mod:`silva.dask._shard`);
 2. places the bin edges once, on the client, from a sample of at most ``bin_subsample``
-   rows (default 200,000, LightGBM's ``bin_construct_sample_cnt``) drawn from the shards
-   in proportion to their rows; with no more rows than that, every row is used, and the
-   edges are those of the single-machine fit on the concatenated data;
-3. has each shard bin its rows once and keep codes, raw predictions, gradients and row
-   positions for the whole fit;
+   rows (default 200,000, LightGBM's ``bin_construct_sample_cnt``) drawn from the
+   partitions in proportion to their rows; with no more rows than that, every row is
+   used, and the edges are those of the single-machine fit on the concatenated data;
+3. bins each partition on its worker and starts one :class:`~silva.dask._shard.Shard`
+   actor per worker on the binned partitions it holds, which keeps codes, raw
+   predictions, gradients and row positions for the whole fit (raw rows are only ever
+   held one partition at a time, by the task reading it);
 4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
    client, the split chosen once by the engine's split finder, applied by every shard.
 
@@ -110,7 +111,10 @@ class _DaskBoosting:
 
     # ---------------------------------------------------------------------- fit
     def _dask_fit(self, X, y, sample_weight, eval_set, callbacks):
+        from dask import delayed
         from distributed import get_client
+
+        from silva.dask import _shard
 
         started = time.perf_counter()
         owner = type(self).__name__
@@ -124,113 +128,124 @@ class _DaskBoosting:
         n_features = template.n_features_in_
         checked = template._check_params(n_features)
         classifier = self._is_classifier
-        by_worker = _data.load_prepared(client, template, X_parts, y_parts, classifier)
+        parts = list(zip(X_parts, y_parts, strict=True))
 
+        # Pass 1: check every partition, count its rows, summarise its y.
+        summaries = _data.gather_each(client, [
+            delayed(_shard.describe_partition, pure=True)(template, i, x, yp, classifier)
+            for i, (x, yp) in enumerate(parts)])
+        summaries = [s for s in summaries if s.n_rows > 0]  # empty ones are skipped
+        n_total = int(sum(s.n_rows for s in summaries))
+        if n_total == 0:
+            raise ValueError(f"{owner}: X has no rows.")
+        for name in ("n_features_in_", "feature_names_in_", "is_categorical_", "_encoder"):
+            if hasattr(template, name):
+                setattr(self, name, getattr(template, name))
+        loss, classes, init_raw = self._loss_from(summaries, n_total)
+        config = template._loop_config(checked, loss, None, n_features)
+
+        # Pass 2: the bin edges, once, from a sample of the rows.
+        rng = check_random_state(self.random_state)
+        n_rows = [s.n_rows for s in summaries]
+        sample_size = n_total if self.bin_subsample is None else int(self.bin_subsample)
+        if sample_size >= n_total:
+            wanted, seeds = n_rows, [0] * len(n_rows)
+        else:
+            wanted = _proportional_counts(n_rows, sample_size)
+            seeds = [int(s) for s in rng.randint(2**31 - 1, size=len(n_rows))]
+        samples = _data.gather_each(client, [
+            delayed(_shard.sample_partition, pure=True)(template, s.index,
+                                                        parts[s.index][0], int(w), seed)
+            for s, w, seed in zip(summaries, wanted, seeds, strict=True) if w > 0])
+        binner = self._fit_binner(samples, summaries)
+        del samples
+
+        # Pass 3: each partition binned where it is computed; one shard per worker.
+        by_worker = _data.keep_by_worker(client, [
+            delayed(_shard.bin_partition, pure=True)(
+                template, s.index, parts[s.index][0], parts[s.index][1], classifier,
+                binner, classes) for s in summaries])
         addresses = sorted(by_worker)
-        actor_futures = [client.submit(_shard_class(), *by_worker[a], actor=True,
+        actor_futures = [client.submit(_shard.Shard, *by_worker[a], actor=True,
                                        workers=[a], allow_other_workers=False, pure=False)
                          for a in addresses]
         try:
             shards = [f.result() for f in actor_futures]
-            del by_worker  # the shards hold the rows now
+            del by_worker  # the shards hold the codes now
             cluster = Cluster(shards, addresses)
-            return self._fit_on_shards(cluster, template, checked, callbacks, started)
+            use_hessian = config.boosting == "newton"
+            two_lanes = bool(loss.unit_hessian or not use_hessian)
+            rows_per_worker = cluster.call("setup", binner.missing_bin_, loss, init_raw,
+                                           use_hessian, two_lanes, what="setting up")
+            loaded = time.perf_counter()
+            waited_loading = cluster.wait_seconds
+            trees, split_gains = self._boost(cluster, binner, loss, config, rng, callbacks)
         finally:
             for f in actor_futures:
                 f.release()
-
-    def _fit_on_shards(self, cluster, template, checked, callbacks, started):
-        classifier = self._is_classifier
-        described = cluster.call("describe", classifier, template.is_categorical_,
-                                 what="loading the partitions")
-        keep = [i for i, (n, _, _) in enumerate(described) if n > 0]
-        cluster.shards = [cluster.shards[i] for i in keep]
-        cluster.addresses = [cluster.addresses[i] for i in keep]
-        described = [described[i] for i in keep]
-        n_rows = [n for n, _, _ in described]
-        largest_codes = np.max([codes for _, _, codes in described], axis=0)
-        n_total = int(sum(n_rows))
-        if n_total == 0:
-            raise ValueError(f"{type(self).__name__}: X has no rows.")
-        for name in ("n_features_in_", "feature_names_in_", "is_categorical_", "_encoder"):
-            if hasattr(template, name):
-                setattr(self, name, getattr(template, name))
-
-        # The loss, its initial constant and its domain check, from per-shard summaries.
-        if classifier:
-            classes, _ = _input.classification_target(
-                np.concatenate([labels for _, labels, _ in described]))
-            if len(classes) < 2:
-                raise ValueError(f"{type(self).__name__} needs samples of at least 2 "
-                                 f"classes; y has only one class, {classes[0]!r}.")
-            self.classes_ = classes
-            self.n_classes_ = len(classes)
-            loss = losses.make_loss(self.loss, n_classes=len(classes))  # checks the name
-            counts = np.sum(cluster.call("class_counts", classes, what="class counts"),
-                            axis=0)
-            init_raw = loss.init_raw(np.arange(len(classes), dtype=np.float64), counts)
-        else:
-            classes = None
-            loss = losses.make_loss(self.loss, n_classes=None, alpha=self.alpha,
-                                    power=self.power)
-            total = sum(s[0] for _, s, _ in described)
-            smallest = min(s[1] for _, s, _ in described)
-            largest = max(s[2] for _, s, _ in described)
-            loss.check_y(np.array([smallest, largest]), np.ones(2))
-            init_raw = loss.init_raw(np.array([total / n_total]), None)
-        self._loss = loss
-        config = template._loop_config(checked, loss, None, self.n_features_in_)
-
-        # Bin edges, once, from a sample of the rows.
-        rng = check_random_state(self.random_state)
-        sample_size = n_total if self.bin_subsample is None else int(self.bin_subsample)
-        if sample_size >= n_total:
-            wanted = n_rows
-            seeds = [0] * len(n_rows)
-        else:
-            wanted = _proportional_counts(n_rows, sample_size)
-            seeds = [int(s) for s in rng.randint(2**31 - 1, size=len(n_rows))]
-        samples = cluster.call_each("sample_rows", [
-            (int(w), s) for w, s in zip(wanted, seeds, strict=True)], what="the bin sample")
-        X_edges = np.concatenate(samples)
-        if self.is_categorical_.any():
-            # The binner counts a categorical feature's bins from the rows it sees: one
-            # more row with each one's largest code over all rows (NaN elsewhere, which
-            # places no numeric edge) makes the count that of the whole data.
-            extra = np.full((1, X_edges.shape[1]), np.nan)
-            extra[0, self.is_categorical_] = np.where(largest_codes >= 0, largest_codes,
-                                                      np.nan)
-            X_edges = np.concatenate([X_edges, extra])
-        binner = Binner(self.max_bins, self.is_categorical_).fit(X_edges)
-        del X_edges, samples
         self._binner = binner
         self.init_raw_ = init_raw
         self._n_trees_per_iteration = loss.n_outputs
         self.n_trees_per_iteration_ = loss.n_outputs
-
-        use_hessian = config.boosting == "newton"
-        two_lanes = bool(loss.unit_hessian or not use_hessian)
-        cluster.call("setup", binner, classes, loss, init_raw, 1, use_hessian, two_lanes,
-                     what="binning")
-        loaded = time.perf_counter()
-        waited_loading = cluster.wait_seconds
-        trees, split_gains = self._boost(cluster, binner, loss, config, rng, callbacks)
         self.estimators_ = trees
         self._split_gains = split_gains
         self.evals_result_ = {}
+        self.best_iteration_ = None
         self.n_iter_ = len(trees)
         self._packed = _boosting_loop.pack(trees, loss.n_outputs)
         self._timings = {}
         finished = time.perf_counter()
         self.dask_fit_ = {
-            "n_workers": len(cluster.shards), "n_rows": n_total,
-            "rows_per_worker": n_rows, "bin_sample_rows": int(sum(wanted)),
+            "n_workers": len(shards), "n_rows": n_total,
+            "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
             "round_trips": cluster.round_trips,
             "histogram_bytes": cluster.histogram_bytes,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
             "seconds_boosting_waiting_on_workers": cluster.wait_seconds - waited_loading,
         }
         return self
+
+    def _loss_from(self, summaries, n_total):
+        """``(loss, classes, init_raw)`` from the partitions' summaries: the classes of
+        the whole y, the loss's domain check and its initial constant (class counts, or
+        the mean of y: the only statistics the supported losses' constants need)."""
+        owner = type(self).__name__
+        if self._is_classifier:
+            classes, _ = _input.classification_target(
+                np.concatenate([s.labels for s in summaries]))
+            if len(classes) < 2:
+                raise ValueError(f"{owner} needs samples of at least 2 classes; y has only "
+                                 f"one class, {classes[0]!r}.")
+            self.classes_ = classes
+            self.n_classes_ = len(classes)
+            loss = losses.make_loss(self.loss, n_classes=len(classes))
+            counts = np.zeros(len(classes))
+            for s in summaries:
+                np.add.at(counts, np.searchsorted(classes, s.labels), s.label_counts)
+            init_raw = loss.init_raw(np.arange(len(classes), dtype=np.float64), counts)
+        else:
+            classes = None
+            loss = losses.make_loss(self.loss, n_classes=None, alpha=self.alpha,
+                                    power=self.power)
+            smallest = min(s.y_min for s in summaries)
+            largest = max(s.y_max for s in summaries)
+            loss.check_y(np.array([smallest, largest]), np.ones(2))
+            init_raw = loss.init_raw(np.array([sum(s.y_sum for s in summaries) / n_total]),
+                                     None)
+        self._loss = loss
+        return loss, classes, init_raw
+
+    def _fit_binner(self, samples, summaries):
+        X_edges = np.concatenate(samples)
+        if self.is_categorical_.any():
+            # The binner counts a categorical feature's bins from the rows it sees: one
+            # more row with each one's largest code over all rows (NaN elsewhere, which
+            # places no numeric edge) makes the count that of the whole data.
+            largest = np.max([s.largest_codes for s in summaries], axis=0)
+            extra = np.full((1, X_edges.shape[1]), np.nan)
+            extra[0, self.is_categorical_] = np.where(largest >= 0, largest, np.nan)
+            X_edges = np.concatenate([X_edges, extra])
+        return Binner(self.max_bins, self.is_categorical_).fit(X_edges)
 
     def _boost(self, cluster, binner, loss, config, rng, callbacks):
         n_features = self.n_features_in_
@@ -275,11 +290,6 @@ class _DaskBoosting:
             from silva.dask import prediction
             return getattr(prediction, method)(self.to_local(), X)
         return getattr(super(), method)(X, **kwargs)
-
-
-def _shard_class():
-    from silva.dask._shard import Shard
-    return Shard
 
 
 def _proportional_counts(n_rows, total):
