@@ -51,6 +51,11 @@ def make_data(n_rows, n_features, chunk_rows, seed):
     return X, y
 
 
+def _rss():
+    import psutil
+    return psutil.Process().memory_info().rss
+
+
 def _auc(y, p):
     from sklearn.metrics import roc_auc_score
     return float(roc_auc_score(y, p))
@@ -89,17 +94,26 @@ def run_side(args):
     cluster, client = _cluster(args)
     with cluster, client:
         X, y = make_data(args.rows, args.features, args.chunk_rows, args.seed)
-        X, y = client.persist([X, y])
-        wait([X, y])
+        if not (args.lazy and side == "silva-dask"):
+            X, y = client.persist([X, y])
+            wait([X, y])
         small = [a[:20000].rechunk(10000) for a in (X, y)]
+        memory = {}
+
+        def worker_memory(env):
+            # Resident memory of every worker near the end of the fit (shards alive).
+            if env.iteration == env.end_iteration - 1:
+                memory.update(client.run(_rss))
         if side == "silva-dask":
             from silva.dask import DaskGradientBoostingClassifier
             params = dict(n_estimators=args.trees, max_leaf_nodes=LEAVES,
                           learning_rate=LEARNING_RATE, random_state=0, client=client)
             DaskGradientBoostingClassifier(**{**params, "n_estimators": 2}).fit(*small)
             t0 = time.perf_counter()
-            model = DaskGradientBoostingClassifier(**params).fit(X, y)
+            model = DaskGradientBoostingClassifier(**params).fit(X, y,
+                                                                 callbacks=[worker_memory])
             out["fit_s"] = time.perf_counter() - t0
+            out["worker_rss_gib"] = sorted(round(v / 2**30, 2) for v in memory.values())
             info = model.dask_fit_
             out["load_and_bin_s"] = info["seconds_loading"]
             out["boost_s"] = info["seconds_boosting"]
@@ -146,6 +160,10 @@ def main(argv=None):
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GiB")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lazy", action="store_true",
+                        help="silva.dask reads X as generated, never persisted (its three "
+                             "loading passes generate it three times): for data larger "
+                             "than the workers' memory")
     parser.add_argument("--sides", nargs="+", default=["silva-dask", "silva-local"],
                         choices=SIDES)
     parser.add_argument("--side", help=argparse.SUPPRESS)
@@ -160,7 +178,7 @@ def main(argv=None):
                    "--rows", str(args.rows), "--features", str(args.features),
                    "--chunk-rows", str(args.chunk_rows), "--trees", str(args.trees),
                    "--workers", str(args.workers), "--memory-limit", args.memory_limit,
-                   "--seed", str(args.seed)]
+                   "--seed", str(args.seed)] + (["--lazy"] if args.lazy else [])
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
         if done.returncode or not lines:
@@ -186,7 +204,10 @@ def _table(rows, args):
         f"- data: {args.rows:,} x {args.features} generated on the workers "
         f"(chunks of {args.chunk_rows:,} rows), binary label; {args.trees} trees, "
         f"{LEAVES} leaves, learning rate {LEARNING_RATE}; cluster: {args.workers} worker "
-        f"processes x 1 thread, memory limit {args.memory_limit}",
+        f"processes x 1 thread, memory limit {args.memory_limit}"
+        + ("; silva.dask reads X lazily (generated in each of its loading passes, never "
+           "persisted), the peers from persisted data" if args.lazy else
+           "; every side reads X persisted in the workers' memory"),
         "",
         "| side | fit s | fit s per tree | fit vs silva local | test AUC "
         "| boosting s per tree | round trips / tree | histogram MB / tree |",
@@ -204,7 +225,9 @@ def _table(rows, args):
     if dask_row:
         lines.append(f"\n- silva.dask fit = {dask_row['load_and_bin_s']:.2f} s loading, "
                      f"sampling the bin edges and binning + {dask_row['boost_s']:.2f} s "
-                     f"boosting, of which {dask_row['wait_s']:.2f} s waiting on workers.")
+                     f"boosting, of which {dask_row['wait_s']:.2f} s waiting on workers; "
+                     f"workers' resident memory at the last tree (GiB): "
+                     f"{dask_row.get('worker_rss_gib')}.")
     return "\n".join(lines) + "\n"
 
 
