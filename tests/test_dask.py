@@ -92,6 +92,20 @@ def test_same_trees_as_single_machine(client, growth, task):
     np.testing.assert_allclose(model.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
 
 
+def test_poisson_regression_sends_four_channels(client):
+    """Poisson's hessian is not 1, so every channel travels; same trees still."""
+    X, _, y_regression = _data(seed=2)
+    y = np.exp(0.3 * y_regression).round()
+    params = dict(loss="poisson", n_estimators=4, max_leaf_nodes=10, random_state=0)
+    model = DaskGradientBoostingRegressor(client=client, **params).fit(
+        da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=(CHUNKS,)))
+    _assert_same_trees(model, silva.GradientBoostingRegressor(**params).fit(X, y))
+    # Per round trip two shards send one histogram each: 6 features x 256 bins x 4
+    # channels x 8 bytes (the unit-hessian fits send 2 channels).
+    per_histogram = 6 * (model._binner.missing_bin_ + 1) * 4 * 8
+    assert model.dask_fit_["histogram_bytes"] % (2 * per_histogram) == 0
+
+
 def test_multiclass_and_feature_draws(client):
     """Three classes (one tree per class), per-node feature draws and a monotonic
     constraint: the driver replays the single-machine random draws and bounds."""
@@ -130,6 +144,9 @@ def test_dataframe_input_and_lazy_prediction(client):
     frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
     dX = dd.from_pandas(frame, npartitions=3)
     dy = dd.from_pandas(pd.Series(y), npartitions=3)
+    # Divisions are not needed (partition i of y goes with partition i of X).
+    dX, dy = dX.clear_divisions(), dy.clear_divisions()
+    assert not dX.known_divisions
     model = DaskGradientBoostingRegressor(client=client, n_estimators=3,
                                           max_leaf_nodes=6).fit(dX, dy)
     assert list(model.feature_names_in_) == list(frame.columns)
