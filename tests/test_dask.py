@@ -106,6 +106,37 @@ def test_poisson_regression_sends_four_channels(client):
     assert model.dask_fit_["histogram_bytes"] % (2 * per_histogram) == 0
 
 
+@pytest.mark.parametrize("task", ["binary", "regression"])
+def test_sample_weights(client, task):
+    """Weights partitioned like X, zeros included (those rows take no part): the same
+    trees as the single machine with the same weights."""
+    X, y_binary, y_regression = _data(seed=5)
+    y = y_binary if task == "binary" else y_regression
+    rng = np.random.RandomState(5)
+    weight = rng.uniform(0.2, 3.0, size=len(y))
+    weight[rng.rand(len(y)) < 0.1] = 0.0
+    params = dict(n_estimators=4, max_leaf_nodes=10, min_child_weight=0.5)
+    dask_class, local_class = (
+        (DaskGradientBoostingClassifier, silva.GradientBoostingClassifier)
+        if task == "binary" else
+        (DaskGradientBoostingRegressor, silva.GradientBoostingRegressor))
+    model = dask_class(client=client, **params).fit(
+        da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=(CHUNKS,)),
+        sample_weight=da.from_array(weight, chunks=(CHUNKS,)))
+    local = local_class(**params).fit(X, y, sample_weight=weight)
+    _assert_same_trees(model, local)
+    with pytest.raises(ValueError, match="3 row partitions and sample_weight has 2"):
+        dask_class(client=client, **params).fit(
+            da.from_array(X, chunks=(600, -1)), da.from_array(y, chunks=600),
+            sample_weight=da.from_array(weight, chunks=900))
+    negative = weight.copy()
+    negative[1000] = -1.0
+    with pytest.raises(ValueError, match="sample_weight partition 1"):
+        dask_class(client=client, **params).fit(
+            da.from_array(X, chunks=(600, -1)), da.from_array(y, chunks=600),
+            sample_weight=da.from_array(negative, chunks=600))
+
+
 def test_multiclass_and_feature_draws(client):
     """Three classes (one tree per class), per-node feature draws and a monotonic
     constraint: the driver replays the single-machine random draws and bounds."""

@@ -36,10 +36,11 @@ def _is_dataframe_like(obj):
     return isinstance(obj, dd.DataFrame | dd.Series)
 
 
-def row_partitions(X, y, owner):
-    """``(X_parts, y_parts, X_sample)``: lists of one delayed object per row partition
-    of X and of y, and a small in-memory stand-in of X with its columns and dtypes (for
-    the template estimator's feature checks). ``owner`` names the estimator in errors."""
+def row_partitions(X, y, owner, sample_weight=None):
+    """``(X_parts, y_parts, w_parts, X_sample)``: lists of one delayed object per row
+    partition of X, y and ``sample_weight`` (None entries without weights), and a small
+    in-memory stand-in of X with its columns and dtypes (for the template estimator's
+    feature checks). ``owner`` names the estimator in errors."""
     import dask.array as da
 
     if not is_dask_collection(X):
@@ -81,34 +82,50 @@ def row_partitions(X, y, owner):
     else:
         raise TypeError(f"{owner}.fit takes a dask array or DataFrame X; got "
                         f"{type(X).__name__}.")
-    if isinstance(y, da.Array):
-        if y.ndim == 2 and y.shape[1] == 1:
-            y = y[:, 0]
-        if y.ndim != 1:
-            raise ValueError(f"{owner}: y must be one-dimensional; got shape {y.shape}.")
-        y_parts = list(y.to_delayed())
-        y_rows = y.chunks[0]
-    elif _is_dataframe_like(y):
-        if y.ndim == 2:
-            if len(y.columns) != 1:
-                raise ValueError(f"{owner}: y must be one column; got {len(y.columns)}.")
-            y = y[y.columns[0]]
-        y_parts = list(y.to_delayed())
-        y_rows = None
-    else:
-        raise TypeError(f"{owner}: y must be a dask array or Series; got "
-                        f"{type(y).__name__}.")
-    if len(X_parts) != len(y_parts):
-        raise ValueError(f"{owner}: X has {len(X_parts)} row partitions and y has "
-                         f"{len(y_parts)}: they must be partitioned alike (rechunk y "
-                         "like X, e.g. y.rechunk(X.chunks[0])).")
-    if x_rows is not None and y_rows is not None:
-        for i, (a, b) in enumerate(zip(x_rows, y_rows, strict=True)):
-            if not (np.isnan(a) or np.isnan(b)) and a != b:
-                raise ValueError(f"{owner}: partition {i} of X has {a} rows and "
-                                 f"partition {i} of y has {b}: they must be partitioned "
-                                 "alike (e.g. y.rechunk(X.chunks[0])).")
-    return X_parts, y_parts, X_sample
+    y_parts, y_rows = _column_partitions(y, "y", owner)
+    w_parts = [None] * len(y_parts)
+    named = [("y", y_parts, y_rows)]
+    if sample_weight is not None:
+        if not is_dask_collection(sample_weight):
+            raise TypeError(f"{owner}.fit takes sample_weight as a dask array or Series "
+                            f"partitioned like X; got {type(sample_weight).__name__}.")
+        w_parts, w_rows = _column_partitions(sample_weight, "sample_weight", owner)
+        named.append(("sample_weight", w_parts, w_rows))
+    for name, parts, rows in named:
+        if len(X_parts) != len(parts):
+            raise ValueError(f"{owner}: X has {len(X_parts)} row partitions and {name} "
+                             f"has {len(parts)}: they must be partitioned alike (rechunk "
+                             f"{name} like X, e.g. {name}.rechunk(X.chunks[0])).")
+        if x_rows is not None and rows is not None:
+            for i, (a, b) in enumerate(zip(x_rows, rows, strict=True)):
+                if not (np.isnan(a) or np.isnan(b)) and a != b:
+                    raise ValueError(f"{owner}: partition {i} of X has {a} rows and "
+                                     f"partition {i} of {name} has {b}: they must be "
+                                     f"partitioned alike (e.g. "
+                                     f"{name}.rechunk(X.chunks[0])).")
+    return X_parts, y_parts, w_parts, X_sample
+
+
+def _column_partitions(column, name, owner):
+    """``(parts, row_chunks or None)`` of a one-dimensional dask collection."""
+    import dask.array as da
+
+    if isinstance(column, da.Array):
+        if column.ndim == 2 and column.shape[1] == 1:
+            column = column[:, 0]
+        if column.ndim != 1:
+            raise ValueError(f"{owner}: {name} must be one-dimensional; got shape "
+                             f"{column.shape}.")
+        return list(column.to_delayed()), column.chunks[0]
+    if _is_dataframe_like(column):
+        if column.ndim == 2:
+            if len(column.columns) != 1:
+                raise ValueError(f"{owner}: {name} must be one column; got "
+                                 f"{len(column.columns)}.")
+            column = column[column.columns[0]]
+        return list(column.to_delayed()), None
+    raise TypeError(f"{owner}: {name} must be a dask array or Series; got "
+                    f"{type(column).__name__}.")
 
 
 def gather_each(client, tasks):

@@ -29,15 +29,17 @@ from silva.engine import gradient_histogram
 from silva.engine.partition import partition
 
 #: What the client learns of one partition before the bin edges: its position, its row
-#: count, its labels and their counts (classifiers) or the sum, minimum and maximum of y
-#: (regressors), and the largest code of each categorical feature (-1: none).
+#: count (rows of positive weight), its labels and their weighted counts (classifiers) or
+#: the weighted sum, minimum and maximum of y (regressors), the largest code of each
+#: categorical feature (-1: none), its total weight and whether every weight is 1.
 PartitionSummary = namedtuple("PartitionSummary", [
     "index", "n_rows", "labels", "label_counts", "y_sum", "y_min", "y_max",
-    "largest_codes"])
+    "largest_codes", "weight_sum", "unit_weights"])
 
 #: One partition binned on its worker: its position, feature-major bin codes
-#: (n_features, n_rows) and its target as float64 (class indices for classifiers).
-BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y"])
+#: (n_features, n_rows), its target as float64 (class indices for classifiers) and its
+#: sample weights.
+BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y", "weight"])
 
 #: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
 #: missing-value side, category flag and left-category bitset; ``left`` and ``right`` are
@@ -48,12 +50,15 @@ SplitRequest = namedtuple("SplitRequest", [
     "right", "histogram_child"])
 
 
-def validated_partition(template, index, X_part, y_part, classifier):
-    """``(X, y)`` of one partition, checked on the worker that computes it: X through
-    the template estimator's own ``_prepare_X`` (feature count and names against the
-    collection's), categorical codes, y one-dimensional with X's length (float64 for a
-    regressor). Errors name the partition. An empty partition gives empty arrays (its
-    columns are not checked: the estimator's checks refuse 0 rows)."""
+def validated_partition(template, index, X_part, y_part, w_part, classifier,
+                        drop_zero_weight=True):
+    """``(X, y, weight)`` of one partition, checked on the worker that computes it: X
+    through the template estimator's own ``_prepare_X`` (feature count and names against
+    the collection's), categorical codes, y one-dimensional with X's length (float64 for
+    a regressor), the sample weights (``w_part``, None: ones) by the estimators' own
+    check. Rows of zero weight are dropped, as the single-machine fit drops them. Errors
+    name the partition. An empty partition gives empty arrays (its columns are not
+    checked: the estimator's checks refuse 0 rows)."""
     from silva import _input
 
     owner = type(template).__name__
@@ -62,7 +67,7 @@ def validated_partition(template, index, X_part, y_part, classifier):
             raise ValueError(f"{owner}: partition {index} of X is empty but partition "
                              f"{index} of y has {len(y_part)} rows: X and y must be "
                              "partitioned alike.")
-        return np.empty((0, template.n_features_in_)), np.empty(0)
+        return np.empty((0, template.n_features_in_)), np.empty(0), np.empty(0)
     try:
         X = template._prepare_X(X_part, reset=False)
     except ValueError as error:
@@ -83,42 +88,64 @@ def validated_partition(template, index, X_part, y_part, classifier):
             y = _input.regression_target(y)
         except ValueError as error:
             raise ValueError(f"y partition {index}: {error}") from None
-    return X, y
+    weight = np.ones(X.shape[0])
+    if w_part is not None:
+        weight = np.asarray(w_part, dtype=np.float64).reshape(-1)
+        try:
+            if not (weight.shape == (X.shape[0],) and np.all(weight == 0.0)):
+                weight = _input.check_sample_weight(weight, X.shape[0])
+        except ValueError as error:
+            raise ValueError(f"sample_weight partition {index}: {error}") from None
+        positive = weight > 0
+        if drop_zero_weight and not positive.all():
+            X, y, weight = X[positive], y[positive], weight[positive]
+    return X, y, weight
 
 
-def describe_partition(template, index, X_part, y_part, classifier):
+def describe_partition(template, index, X_part, y_part, w_part, classifier):
     """The :class:`PartitionSummary` of one partition (first pass over the data)."""
-    X, y = validated_partition(template, index, X_part, y_part, classifier)
+    X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
+                                       classifier, drop_zero_weight=False)
+    # The labels of every row, zero weights included (the single-machine estimator takes
+    # its classes before it drops them); everything else from the rows that take part.
+    all_labels = np.unique(y) if classifier else None
+    positive = weight > 0
+    X, y, weight = X[positive], y[positive], weight[positive]
     columns = X[:, np.flatnonzero(template.is_categorical_)]
     present = ~np.isnan(columns)
     largest = np.max(np.where(present, columns, -1.0), axis=0, initial=-1.0)
+    n_rows = X.shape[0]
+    weight_sum = float(np.sum(weight))
+    unit = bool(np.all(weight == 1.0))
     if classifier:
-        labels, counts = np.unique(y, return_counts=True)
-        return PartitionSummary(index, X.shape[0], labels, counts, 0.0, np.inf, -np.inf,
-                                largest)
-    if X.shape[0] == 0:
-        return PartitionSummary(index, 0, None, None, 0.0, np.inf, -np.inf, largest)
-    return PartitionSummary(index, X.shape[0], None, None, float(np.sum(y)),
-                            float(y.min()), float(y.max()), largest)
+        codes = np.searchsorted(all_labels, y)
+        counts = np.bincount(codes, weights=weight, minlength=len(all_labels))
+        return PartitionSummary(index, n_rows, all_labels, counts, 0.0, np.inf, -np.inf,
+                                largest, weight_sum, unit)
+    if n_rows == 0:
+        return PartitionSummary(index, 0, None, None, 0.0, np.inf, -np.inf, largest, 0.0,
+                                unit)
+    return PartitionSummary(index, n_rows, None, None, float(np.sum(weight * y)),
+                            float(y.min()), float(y.max()), largest, weight_sum, unit)
 
 
-def sample_partition(template, index, X_part, n_wanted, seed):
-    """``n_wanted`` rows of one partition, drawn without replacement (all of them when
-    it has no more), for the bin edges (second pass; the partition was checked by the
-    first)."""
-    X = template._prepare_X(X_part, reset=False)
+def sample_partition(template, index, X_part, y_part, w_part, classifier, n_wanted, seed):
+    """``n_wanted`` rows (of positive weight) of one partition, drawn without
+    replacement (all of them when it has no more), for the bin edges (second pass)."""
+    X, _, _ = validated_partition(template, index, X_part, y_part, w_part, classifier)
     if n_wanted >= X.shape[0]:
         return X
     rng = np.random.default_rng(seed)
     return X[np.sort(rng.choice(X.shape[0], n_wanted, replace=False))]
 
 
-def bin_partition(template, index, X_part, y_part, classifier, binner, classes):
+def bin_partition(template, index, X_part, y_part, w_part, classifier, binner, classes):
     """One partition binned with the fit's binner, its target encoded (third pass): the
     raw rows live only while this task runs."""
-    X, y = validated_partition(template, index, X_part, y_part, classifier)
+    X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
+                                       classifier)
     y = (np.searchsorted(classes, y) if classes is not None else y).astype(np.float64)
-    return BinnedPartition(index, binner.transform(X), y)
+    return BinnedPartition(index, binner.transform(X), y, weight)
 
 
 class Shard:
@@ -130,6 +157,7 @@ class Shard:
         self.partition_rows = [p.y.shape[0] for p in parts]
         self.codes = np.ascontiguousarray(np.concatenate([p.codes for p in parts], axis=1))
         self.y = np.concatenate([p.y for p in parts])
+        self.weight = np.concatenate([p.weight for p in parts])
         self.n_rows = self.y.shape[0]
         self.n_features = self.codes.shape[0]
 
@@ -144,7 +172,6 @@ class Shard:
         self.raw = np.asfortranarray(np.tile(init_raw, (self.n_rows, 1)))
         self.grad = np.empty((self.n_rows, n_outputs), order="F")
         self.hess = np.empty((self.n_rows, n_outputs), order="F")
-        self.weight = np.ones(self.n_rows)
         self.use_hessian = bool(use_hessian)
         self.two_lanes = bool(two_lanes)
         self.scratch = np.zeros_like(self.workspace.histograms[0])

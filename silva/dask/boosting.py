@@ -28,7 +28,10 @@ single-machine estimator (and on dask collections through :mod:`silva.dask.predi
 and :meth:`to_local` returns the plain :class:`silva.GradientBoostingClassifier` /
 ``Regressor``, which saves, loads and prints like any other.
 
-Not supported yet (each a clear error): sample weights, evaluation sets and early
+``sample_weight`` is a dask array or Series partitioned like X; rows of zero weight
+take no part (as in the single-machine fit).
+
+Not supported yet (each a clear error): evaluation sets and early
 stopping, ``subsample``/GOSS, warm starts, the ``"gradient"``
 boosting mode and losses whose leaves need a line search (absolute error, quantile,
 huber), custom objectives.
@@ -85,13 +88,11 @@ class _DaskBoosting:
         return self.to_local().save(path, allow_pickle=allow_pickle, metadata=metadata)
 
     # ------------------------------------------------------------------- checks
-    def _refuse_unsupported(self, sample_weight, eval_set):
+    def _refuse_unsupported(self, eval_set):
         owner = type(self).__name__
         if not callable(self.loss):  # a wrong name is the single-machine ValueError
             losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
         problems = []
-        if sample_weight is not None:
-            problems.append("sample_weight")
         if eval_set is not None or self.early_stopping_rounds is not None:
             problems.append("eval_set / early_stopping_rounds")
         if self.subsample != 1.0 or self.sampling != "uniform":
@@ -118,9 +119,10 @@ class _DaskBoosting:
 
         started = time.perf_counter()
         owner = type(self).__name__
-        self._refuse_unsupported(sample_weight, eval_set)
+        self._refuse_unsupported(eval_set)
         client = self.client if self.client is not None else get_client()
-        X_parts, y_parts, X_sample = _data.row_partitions(X, y, owner)
+        X_parts, y_parts, w_parts, X_sample = _data.row_partitions(X, y, owner,
+                                                                   sample_weight)
         # The template: the single-machine estimator, whose own checks validate the
         # parameters here and each partition's columns on the workers.
         template = self._local_class(**self._local_params())
@@ -128,12 +130,13 @@ class _DaskBoosting:
         n_features = template.n_features_in_
         checked = template._check_params(n_features)
         classifier = self._is_classifier
-        parts = list(zip(X_parts, y_parts, strict=True))
+        parts = list(zip(X_parts, y_parts, w_parts, strict=True))
 
         # Pass 1: check every partition, count its rows, summarise its y.
         summaries = _data.gather_each(client, [
-            delayed(_shard.describe_partition, pure=True)(template, i, x, yp, classifier)
-            for i, (x, yp) in enumerate(parts)])
+            delayed(_shard.describe_partition, pure=True)(template, i, *part, classifier)
+            for i, part in enumerate(parts)])
+        labelled = summaries  # classes come from every row, zero weights included
         summaries = [s for s in summaries if s.n_rows > 0]  # empty ones are skipped
         n_total = int(sum(s.n_rows for s in summaries))
         if n_total == 0:
@@ -141,7 +144,7 @@ class _DaskBoosting:
         for name in ("n_features_in_", "feature_names_in_", "is_categorical_", "_encoder"):
             if hasattr(template, name):
                 setattr(self, name, getattr(template, name))
-        loss, classes, init_raw = self._loss_from(summaries, n_total)
+        loss, classes, init_raw = self._loss_from(summaries, labelled)
         config = template._loop_config(checked, loss, None, n_features)
 
         # Pass 2: the bin edges, once, from a sample of the rows.
@@ -154,8 +157,8 @@ class _DaskBoosting:
             wanted = _proportional_counts(n_rows, sample_size)
             seeds = [int(s) for s in rng.randint(2**31 - 1, size=len(n_rows))]
         samples = _data.gather_each(client, [
-            delayed(_shard.sample_partition, pure=True)(template, s.index,
-                                                        parts[s.index][0], int(w), seed)
+            delayed(_shard.sample_partition, pure=True)(
+                template, s.index, *parts[s.index], classifier, int(w), seed)
             for s, w, seed in zip(summaries, wanted, seeds, strict=True) if w > 0])
         binner = self._fit_binner(samples, summaries)
         del samples
@@ -163,8 +166,8 @@ class _DaskBoosting:
         # Pass 3: each partition binned where it is computed; one shard per worker.
         by_worker = _data.keep_by_worker(client, [
             delayed(_shard.bin_partition, pure=True)(
-                template, s.index, parts[s.index][0], parts[s.index][1], classifier,
-                binner, classes) for s in summaries])
+                template, s.index, *parts[s.index], classifier, binner, classes)
+            for s in summaries])
         addresses = sorted(by_worker)
         actor_futures = [client.submit(_shard.Shard, *by_worker[a], actor=True,
                                        workers=[a], allow_other_workers=False, pure=False)
@@ -174,7 +177,9 @@ class _DaskBoosting:
             del by_worker  # the shards hold the codes now
             cluster = Cluster(shards, addresses)
             use_hessian = config.boosting == "newton"
-            two_lanes = bool(loss.unit_hessian or not use_hessian)
+            # As the single-machine loop: two lanes need unit hessians and unit weights.
+            two_lanes = (bool(loss.unit_hessian or not use_hessian)
+                         and all(s.unit_weights for s in summaries))
             rows_per_worker = cluster.call("setup", binner.missing_bin_, loss, init_raw,
                                            use_hessian, two_lanes, what="setting up")
             loaded = time.perf_counter()
@@ -205,14 +210,16 @@ class _DaskBoosting:
         }
         return self
 
-    def _loss_from(self, summaries, n_total):
+    def _loss_from(self, summaries, labelled):
         """``(loss, classes, init_raw)`` from the partitions' summaries: the classes of
         the whole y, the loss's domain check and its initial constant (class counts, or
         the mean of y: the only statistics the supported losses' constants need)."""
         owner = type(self).__name__
+        weight_total = sum(s.weight_sum for s in summaries)
+        _input.check_sample_weight(np.array([weight_total]), 1)  # the total's bounds
         if self._is_classifier:
             classes, _ = _input.classification_target(
-                np.concatenate([s.labels for s in summaries]))
+                np.concatenate([s.labels for s in labelled]))
             if len(classes) < 2:
                 raise ValueError(f"{owner} needs samples of at least 2 classes; y has only "
                                  f"one class, {classes[0]!r}.")
@@ -230,8 +237,8 @@ class _DaskBoosting:
             smallest = min(s.y_min for s in summaries)
             largest = max(s.y_max for s in summaries)
             loss.check_y(np.array([smallest, largest]), np.ones(2))
-            init_raw = loss.init_raw(np.array([sum(s.y_sum for s in summaries) / n_total]),
-                                     None)
+            init_raw = loss.init_raw(
+                np.array([sum(s.y_sum for s in summaries) / weight_total]), None)
         self._loss = loss
         return loss, classes, init_raw
 
@@ -335,7 +342,8 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
-        """Boost trees on the dask collections (X, y); NaN in X means missing."""
+        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
+        (partitioned like X); NaN in X means missing."""
         return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
 
     def predict(self, X, iteration_range=None):
@@ -367,7 +375,8 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
-        """Boost trees on the dask collections (X, y); NaN in X means missing."""
+        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
+        (partitioned like X); NaN in X means missing."""
         return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
 
     def predict(self, X, iteration_range=None):
