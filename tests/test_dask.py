@@ -137,6 +137,16 @@ def test_sample_weights(client, task):
             sample_weight=da.from_array(negative, chunks=600))
 
 
+def test_friedman_gradient_boosting(client):
+    """boosting="gradient": trees on the weight as hessian, then a Newton step per leaf
+    from the shards' leaf sums."""
+    X, y, _ = _data(seed=6)
+    params = dict(boosting="gradient", n_estimators=4, max_leaf_nodes=8)
+    model = DaskGradientBoostingClassifier(client=client, **params).fit(
+        da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=(CHUNKS,)))
+    _assert_same_trees(model, silva.GradientBoostingClassifier(**params).fit(X, y))
+
+
 def test_multiclass_and_feature_draws(client):
     """Three classes (one tree per class), per-node feature draws and a monotonic
     constraint: the driver replays the single-machine random draws and bounds."""

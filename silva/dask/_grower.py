@@ -27,7 +27,8 @@ Round trips (each one call to every shard at once, answered in parallel):
   values, and at the first tree of an iteration computes the gradients);
 - leaf-wise growth: one per split whose children need a histogram (the last splits of
   a tree, whose children will not be split, are deferred to the next call);
-- depthwise growth: one per level (every split of the level in one call).
+- depthwise growth: one per level (every split of the level in one call);
+- ``boosting="gradient"``: one more, for the leaves' gradient and hessian sums.
 
 So a 31-leaf leaf-wise tree costs at most 31 round trips, a depth-6 depthwise tree at most
 7. The summation order over rows differs from the single-machine fit (shard by shard),
@@ -184,6 +185,18 @@ class TreeGrower:
         next call)."""
         leaves = [n for n, row in enumerate(self.nodes) if row["left"] == LEAF]
         self.leaf_update = (column, np.array(leaves, dtype=np.int64), values[leaves])
+
+    def leaf_gradient_sums(self, column, leaves):
+        """``(n_leaves, 2)``: each leaf's ``(sum w g, sum w h)`` over every shard, for
+        Friedman's per-leaf Newton step (one more round trip, which also applies the
+        tree's deferred splits)."""
+        answers = self.cluster.call("leaf_gradient_sums", self.deferred_splits, column,
+                                    leaves, what="the leaves' gradient sums")
+        self.deferred_splits = []
+        total = np.array(answers[0], copy=True)
+        for answer in answers[1:]:
+            total += answer
+        return total
 
     def flush(self):
         """Send the last tree's deferred splits and leaf values."""

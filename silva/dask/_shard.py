@@ -222,6 +222,20 @@ class Shard:
             self._add_leaf_values(*leaf_update)
         return self.n_rows
 
+    def leaf_gradient_sums(self, pending_splits, column, leaves):
+        """Apply ``pending_splits``; return each leaf's ``(sum w g, sum w h)`` over this
+        shard's rows, on gradient column ``column`` (the true hessian)."""
+        self._apply_splits(pending_splits)
+        index = self.workspace.index
+        out = np.zeros((len(leaves), 2))
+        for k, node in enumerate(leaves):
+            half, start, end = self.nodes[node]
+            rows = index[half, start:end]
+            w = self.weight[rows]
+            out[k, 0] = np.dot(w, self.grad[rows, column])
+            out[k, 1] = np.dot(w, self.hess[rows, column])
+        return out
+
     # ------------------------------------------------------------------ steps
     def _apply_splits(self, requests):
         n_left = np.zeros(len(requests), dtype=np.int64)

@@ -32,9 +32,8 @@ and :meth:`to_local` returns the plain :class:`silva.GradientBoostingClassifier`
 take no part (as in the single-machine fit).
 
 Not supported yet (each a clear error): evaluation sets and early
-stopping, ``subsample``/GOSS, warm starts, the ``"gradient"``
-boosting mode and losses whose leaves need a line search (absolute error, quantile,
-huber), custom objectives.
+stopping, ``subsample``/GOSS, warm starts, losses whose leaves need a line search
+(absolute error, quantile, huber), custom objectives.
 """
 
 import time
@@ -99,8 +98,6 @@ class _DaskBoosting:
             problems.append("subsample < 1 and sampling='goss'")
         if self.warm_start:
             problems.append("warm_start=True")
-        if self.boosting != "newton":
-            problems.append("boosting='gradient'")
         names = (losses.CLASSIFICATION_LOSSES if self._is_classifier
                  else losses.REGRESSION_LOSSES)
         if callable(self.loss) or (self.loss in names and self.loss not in _MEAN_LOSSES):
@@ -274,8 +271,18 @@ class _DaskBoosting:
                 cluster.current_tree = iteration * n_outputs + k
                 table, bitsets = grower.grow(k, iteration if k == 0 else None,
                                              feature_mask, seed)
-                values = table["value"] * config.learning_rate
+                values = table["value"].copy()
                 is_leaf = table["left"] == -1
+                if config.boosting == "gradient":
+                    # Friedman's Newton step per leaf on the true hessian (the tree was
+                    # grown with the weight as its hessian): leaf sums from the shards.
+                    leaves = np.flatnonzero(is_leaf)
+                    sums = grower.leaf_gradient_sums(k, leaves)
+                    for leaf, leaf_sums in zip(leaves, sums, strict=True):
+                        values[leaf] = _boosting_loop.newton_value(
+                            leaf_sums, config.split_params, table["lower"][leaf],
+                            table["upper"][leaf])
+                values *= config.learning_rate
                 grower.finish_tree(k, values)
                 iteration_trees.append(_boosting_loop.make_tree(
                     table, bitsets, values, n_features, tree_categories))
