@@ -147,6 +147,30 @@ def test_friedman_gradient_boosting(client):
     _assert_same_trees(model, silva.GradientBoostingClassifier(**params).fit(X, y))
 
 
+def test_eval_set_and_early_stopping(client):
+    """An evaluation set (here a dask array, computed to the client) scored after every
+    iteration, and early stopping on it: the same record and best iteration as the
+    single machine."""
+    X, y, _ = _data(n=2400, seed=7)
+    X_train, y_train, X_valid, y_valid = X[:1800], y[:1800], X[1800:], y[1800:]
+    params = dict(n_estimators=60, max_leaf_nodes=16, learning_rate=0.3,
+                  early_stopping_rounds=3, scoring="auc", min_samples_leaf=5)
+    model = DaskGradientBoostingClassifier(client=client, **params).fit(
+        da.from_array(X_train, chunks=((500, 700, 600), -1)),
+        da.from_array(y_train, chunks=((500, 700, 600),)),
+        eval_set=(da.from_array(X_valid, chunks=300), da.from_array(y_valid, chunks=300)))
+    local = silva.GradientBoostingClassifier(**params).fit(
+        X_train, y_train, eval_set=(X_valid, y_valid))
+    assert local.best_iteration_ is not None and local.n_iter_ < 60
+    assert model.best_iteration_ == local.best_iteration_
+    _assert_same_trees(model, local)
+    np.testing.assert_allclose(model.evals_result_["valid_0"]["auc"],
+                               local.evals_result_["valid_0"]["auc"], rtol=1e-12)
+    with pytest.raises(NotImplementedError, match="pass an eval_set"):
+        DaskGradientBoostingClassifier(client=client, early_stopping_rounds=3).fit(
+            da.from_array(X_train, chunks=600), da.from_array(y_train, chunks=600))
+
+
 def test_multiclass_and_feature_draws(client):
     """Three classes (one tree per class), per-node feature draws and a monotonic
     constraint: the driver replays the single-machine random draws and bounds."""

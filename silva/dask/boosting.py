@@ -31,8 +31,13 @@ and :meth:`to_local` returns the plain :class:`silva.GradientBoostingClassifier`
 ``sample_weight`` is a dask array or Series partitioned like X; rows of zero weight
 take no part (as in the single-machine fit).
 
-Not supported yet (each a clear error): evaluation sets and early
-stopping, ``subsample``/GOSS, warm starts, losses whose leaves need a line search
+Evaluation sets (``eval_set``, numpy, pandas or dask: computed to the client, so keep
+them small) are scored on the client after every iteration, as the single-machine loop
+scores them, and watched by ``early_stopping_rounds``; the training metric is not
+recorded (it would need every row's prediction on the client).
+
+Not supported yet (each a clear error): early stopping on a ``validation_fraction`` of
+the training data, ``subsample``/GOSS, warm starts, losses whose leaves need a line search
 (absolute error, quantile, huber), custom objectives.
 """
 
@@ -41,9 +46,9 @@ import time
 import numpy as np
 from sklearn.utils import check_random_state
 
-from silva import _boosting_loop, _input
+from silva import _boosting_loop, _input, metrics
 from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
-from silva.callbacks import CallbackEnv, EarlyStopException
+from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.dask import _data
 from silva.dask._grower import Cluster, TreeGrower
 from silva.engine import losses
@@ -90,10 +95,12 @@ class _DaskBoosting:
     def _refuse_unsupported(self, eval_set):
         owner = type(self).__name__
         if not callable(self.loss):  # a wrong name is the single-machine ValueError
-            losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
+            loss = losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
+            metrics.metric_name(self.scoring, loss)  # before any data is read
         problems = []
-        if eval_set is not None or self.early_stopping_rounds is not None:
-            problems.append("eval_set / early_stopping_rounds")
+        if self.early_stopping_rounds is not None and eval_set is None:
+            problems.append("early stopping on a validation_fraction of the training "
+                            "data (pass an eval_set)")
         if self.subsample != 1.0 or self.sampling != "uniform":
             problems.append("subsample < 1 and sampling='goss'")
         if self.warm_start:
@@ -108,7 +115,7 @@ class _DaskBoosting:
                                       "yet; see docs/distributed.md.")
 
     # ---------------------------------------------------------------------- fit
-    def _dask_fit(self, X, y, sample_weight, eval_set, callbacks):
+    def _dask_fit(self, X, y, sample_weight, eval_set, eval_sample_weight, callbacks):
         from dask import delayed
         from distributed import get_client
 
@@ -142,7 +149,14 @@ class _DaskBoosting:
             if hasattr(template, name):
                 setattr(self, name, getattr(template, name))
         loss, classes, init_raw = self._loss_from(summaries, labelled)
-        config = template._loop_config(checked, loss, None, n_features)
+        # Evaluation sets stay on the client (they are meant to be small): the training
+        # metric would need every row's raw prediction there, so it is not recorded.
+        config = template._loop_config(checked, loss, eval_set, n_features)._replace(
+            record_training=False)
+        if classes is not None:
+            template.classes_ = classes
+        evals = template._eval_sets(_in_memory(eval_set),
+                                    _in_memory(eval_sample_weight))
 
         # Pass 2: the bin edges, once, from a sample of the rows.
         rng = check_random_state(self.random_state)
@@ -181,7 +195,8 @@ class _DaskBoosting:
                                            use_hessian, two_lanes, what="setting up")
             loaded = time.perf_counter()
             waited_loading = cluster.wait_seconds
-            trees, split_gains = self._boost(cluster, binner, loss, config, rng, callbacks)
+            trees, split_gains, record = self._boost(cluster, binner, loss, config, rng,
+                                                     evals, init_raw, callbacks)
         finally:
             for f in actor_futures:
                 f.release()
@@ -191,8 +206,8 @@ class _DaskBoosting:
         self.n_trees_per_iteration_ = loss.n_outputs
         self.estimators_ = trees
         self._split_gains = split_gains
-        self.evals_result_ = {}
-        self.best_iteration_ = None
+        self.evals_result_ = record["evals_result"]
+        self.best_iteration_ = record["best_iteration"]
         self.n_iter_ = len(trees)
         self._packed = _boosting_loop.pack(trees, loss.n_outputs)
         self._timings = {}
@@ -251,7 +266,11 @@ class _DaskBoosting:
             X_edges = np.concatenate([X_edges, extra])
         return Binner(self.max_bins, self.is_categorical_).fit(X_edges)
 
-    def _boost(self, cluster, binner, loss, config, rng, callbacks):
+    def _boost(self, cluster, binner, loss, config, rng, evals, init_raw, callbacks):
+        """The iterations, as :func:`silva._boosting_loop.boost` runs them, with the
+        trees grown over the shards; evaluation sets (in memory) are scored after each
+        iteration and watched by early stopping. Returns ``(trees, split_gains,
+        record)``, ``record`` holding ``evals_result`` and ``best_iteration``."""
         n_features = self.n_features_in_
         n_outputs = loss.n_outputs
         grower = TreeGrower(cluster, binner, self.is_categorical_, config.split_params,
@@ -263,6 +282,20 @@ class _DaskBoosting:
         tree_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
         trees, split_gains = [], []
         end = int(config.n_estimators)
+        evals = [e._replace(raw=np.tile(init_raw, (e.X.shape[0], 1))) for e in evals]
+        evals_result = {}
+        if config.metric is not None:
+            for e in evals:
+                evals_result.setdefault(e.name, {config.metric: []})
+        stopper = None
+        every_callback = []
+        if config.early_stopping_rounds is not None:
+            stopper = EarlyStopping(int(config.early_stopping_rounds))
+            every_callback.append(stopper)
+        if config.verbose:
+            every_callback.append(LogEvaluation(int(config.verbose)))
+        every_callback.extend(callbacks or [])
+        best_iteration = None
         for iteration in range(end):
             # The single-machine loop's draws, in its order (see _boosting_loop.boost).
             draws = _boosting_loop._feature_draws(n_outputs, n_features, n_bytree, rng)
@@ -284,19 +317,31 @@ class _DaskBoosting:
                             table["upper"][leaf])
                 values *= config.learning_rate
                 grower.finish_tree(k, values)
-                iteration_trees.append(_boosting_loop.make_tree(
-                    table, bitsets, values, n_features, tree_categories))
+                tree = _boosting_loop.make_tree(table, bitsets, values, n_features,
+                                                tree_categories)
+                iteration_trees.append(tree)
                 split_gains.append(np.where(is_leaf, 0.0, table["gain"]))
+                for e in evals:
+                    e.raw[:, k] += values[tree.apply(e.X)]
             trees.append(iteration_trees)
-            env = CallbackEnv(self, iteration, 0, end, [])
+            results = _boosting_loop._evaluate(config, loss, None, None, None, evals)
+            for data_name, metric_name, value, _ in results:
+                evals_result.setdefault(data_name, {}).setdefault(metric_name,
+                                                                  []).append(value)
+            env = CallbackEnv(self, iteration, 0, end, results)
             try:
-                for callback in callbacks or ():
+                for callback in every_callback:
                     callback(env)
             except EarlyStopException as stop:
-                del trees[int(stop.best_iteration) + 1:]
-                del split_gains[(int(stop.best_iteration) + 1) * n_outputs:]
+                best_iteration = int(stop.best_iteration)
                 break
-        return trees, split_gains
+        if stopper is not None and best_iteration is None:
+            best_iteration = stopper.best_iteration
+        if best_iteration is not None:
+            del trees[best_iteration + 1:]
+            del split_gains[(best_iteration + 1) * n_outputs:]
+        return trees, split_gains, {"evals_result": evals_result,
+                                    "best_iteration": best_iteration}
 
     # ------------------------------------------------------------------ predict
     def _dask_or_local(self, method, X, **kwargs):
@@ -304,6 +349,20 @@ class _DaskBoosting:
             from silva.dask import prediction
             return getattr(prediction, method)(self.to_local(), X)
         return getattr(super(), method)(X, **kwargs)
+
+
+def _in_memory(value):
+    """``eval_set`` (or its weights) with any dask collection computed: evaluation sets
+    are scored on the client."""
+    if value is None:
+        return None
+    if _data.is_dask_collection(value):
+        return value.compute()
+    if isinstance(value, tuple) and len(value) == 2 and not any(
+            isinstance(v, tuple | list) for v in value):
+        value = [value]
+    return [tuple(_in_memory(v) for v in item) if isinstance(item, tuple | list)
+            else _in_memory(item) for item in value]
 
 
 def _proportional_counts(n_rows, total):
@@ -351,7 +410,7 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
             callbacks=None):
         """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
         (partitioned like X); NaN in X means missing."""
-        return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
+        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
 
     def predict(self, X, iteration_range=None):
         """Predictions; lazy (a dask array or Series) for a dask collection X."""
@@ -384,7 +443,7 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
             callbacks=None):
         """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
         (partitioned like X); NaN in X means missing."""
-        return self._dask_fit(X, y, sample_weight, eval_set, callbacks)
+        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
 
     def predict(self, X, iteration_range=None):
         """Most probable class; lazy for a dask collection X."""
