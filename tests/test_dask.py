@@ -9,6 +9,7 @@ which also kills a worker in the middle of a fit.
 """
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -374,30 +375,50 @@ async def _exit_worker():
     os._exit(1)
 
 
-def test_worker_processes_and_a_lost_worker():
-    """Two worker processes: the fit equals the single-machine one; then a worker dies
-    in the middle of a fit, which stops with an error naming it (never a model grown on
-    the remaining rows)."""
+def test_worker_processes_and_lost_workers():
+    """Two worker processes: the fit equals the single-machine one. A worker killed in
+    the middle of a fit: by default the fit recovers (the lost partitions binned again
+    on the other worker, the trees replayed there, the tree grown again) and the model
+    is the undisturbed one; with ``on_worker_loss="raise"`` it stops with an error
+    naming the worker. Never a model grown on part of the rows."""
     X, y, _ = _data(n=1200)
     dX = da.from_array(X, chunks=(300, -1))
     dy = da.from_array(y, chunks=300)
-    params = dict(n_estimators=3, max_leaf_nodes=8)
+    params = dict(n_estimators=6, max_leaf_nodes=8)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as process_client:
         model = DaskGradientBoostingClassifier(client=process_client, **params).fit(dX, dy)
-        _assert_same_trees(model, silva.GradientBoostingClassifier(**params).fit(X, y))
+        reference = silva.GradientBoostingClassifier(**params).fit(X, y)
+        _assert_same_trees(model, reference)
 
-        victim = sorted(process_client.scheduler_info()["workers"])[0]
+        def kill_a_worker_at(iteration):
+            def callback(env):
+                if env.iteration == iteration:
+                    victim = sorted(process_client.scheduler_info()["workers"])[0]
+                    callback.victim = victim
+                    process_client.run(_exit_worker, workers=[victim], wait=False)
+                    # Wait until the scheduler has seen it go, so that the next call
+                    # surely meets a dead worker.
+                    deadline = time.monotonic() + 30
+                    while (victim in process_client.scheduler_info()["workers"]
+                           and time.monotonic() < deadline):
+                        time.sleep(0.05)
+            return callback
 
-        def kill_a_worker(env):
-            if env.iteration == 1:
-                process_client.run(_exit_worker, workers=[victim], wait=False)
+        killer = kill_a_worker_at(1)
+        recovered = DaskGradientBoostingClassifier(client=process_client, **params).fit(
+            dX, dy, callbacks=[killer])
+        assert recovered.dask_fit_["recoveries"] == 1
+        _assert_same_trees(recovered, reference)
 
+        process_client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker
+        killer = kill_a_worker_at(1)
         doomed = DaskGradientBoostingClassifier(client=process_client, n_estimators=50,
-                                                max_leaf_nodes=8)
-        with pytest.raises(WorkerLostError, match=f"worker {victim} failed or was lost"):
-            doomed.fit(dX, dy, callbacks=[kill_a_worker])
+                                                max_leaf_nodes=8, on_worker_loss="raise")
+        with pytest.raises(WorkerLostError, match="failed or was lost") as caught:
+            doomed.fit(dX, dy, callbacks=[killer])
+        assert caught.value.address == killer.victim
         assert not hasattr(doomed, "estimators_")
 
 

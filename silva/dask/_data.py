@@ -135,9 +135,9 @@ def gather_each(client, tasks):
     return client.gather(client.compute(tasks))
 
 
-def keep_by_worker(client, tasks):
-    """Compute the delayed ``tasks`` on the cluster and leave their results there:
-    ``{worker address: [futures of the results it holds]}``."""
+def keep_by_worker(client, tasks, indices):
+    """Compute the delayed ``tasks`` (of partitions ``indices``) on the cluster and leave
+    their results there: ``{worker address: [(partition index, future), ...]}``."""
     from distributed import wait
 
     futures = client.compute(tasks)
@@ -147,10 +147,10 @@ def keep_by_worker(client, tasks):
             future.result()  # raises the task's own error
     holders = client.who_has(futures)
     by_worker = {}
-    for future in futures:
+    for index, future in zip(indices, futures, strict=True):
         addresses = holders.get(future.key) or []
         if not addresses:
             raise RuntimeError(f"silva.dask: a binned partition ({future.key}) is held by "
                                "no worker; was a worker lost while loading?")
-        by_worker.setdefault(sorted(addresses)[0], []).append(future)
+        by_worker.setdefault(sorted(addresses)[0], []).append((index, future))
     return by_worker

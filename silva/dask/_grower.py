@@ -37,6 +37,7 @@ so sums agree to rounding, not bit for bit.
 
 import heapq
 import time
+from concurrent.futures import CancelledError
 
 import numpy as np
 
@@ -58,18 +59,27 @@ from silva.engine.nodes import GRADIENT_NODE, LEAF, UNDEFINED
 
 
 class WorkerLostError(RuntimeError):
-    """A worker that held a shard failed or left during a fit. The fit stops: the rows
-    lived only in that worker's memory, and a model grown on the others would be
-    silently wrong."""
+    """A worker that held a shard failed or left during a fit (``address``). The fit
+    recovers (its partitions are binned again on the other workers and the tree is
+    grown again) or, with ``on_worker_loss="raise"``, stops: never a model grown on part
+    of the rows."""
+
+    def __init__(self, message, address):
+        super().__init__(message)
+        self.address = address
 
 
 class Cluster:
     """The fit's shards and how to call them all at once; counts round trips and the
     bytes of histograms that come back."""
 
-    def __init__(self, shards, addresses):
+    def __init__(self, client, shards, addresses, actor_futures, partitions):
+        self.client = client
         self.shards = shards
         self.addresses = addresses
+        self.actor_futures = actor_futures  # keep the actors alive
+        self.partitions = partitions  # per shard, the partition indices it holds
+        self.recoveries = 0
         self.round_trips = 0
         self.histogram_bytes = 0
         self.wait_seconds = 0.0
@@ -82,25 +92,68 @@ class Cluster:
     def call_each(self, method, shard_args, what=""):
         """``method(*shard_args[i])`` on shard ``i``, all in parallel; the answers."""
         t0 = time.perf_counter()
-        pending = [getattr(shard, method)(*args)
-                   for shard, args in zip(self.shards, shard_args, strict=True)]
+        pending = []
+        for shard, args in zip(self.shards, shard_args, strict=True):
+            try:
+                pending.append(getattr(shard, method)(*args))
+            except Exception as error:  # noqa: BLE001 - an actor whose worker is gone
+                pending.append(error)
         answers = []
+        failed = None
+        # Every answer is awaited, even after a failure, so that the shards left have
+        # all finished the call when the error is raised (recovery relies on it).
         for address, future in zip(self.addresses, pending, strict=True):
             try:
+                if isinstance(future, Exception):
+                    raise future
                 answers.append(future.result())
-            except Exception as error:  # noqa: BLE001 - any failure of a worker is fatal
-                where = ("" if self.current_tree is None
-                         else f" at tree {self.current_tree}")
-                raise WorkerLostError(
-                    f"the Dask worker {address} failed or was lost during the fit"
-                    f"{where} ({what or method}): {type(error).__name__}: {error}. Its "
-                    "rows lived "
-                    "only in that worker's memory, so the fit stops here rather than "
-                    "continue on part of the data; fit again on the remaining "
-                    "workers.") from error
+            except Exception as error:  # noqa: BLE001 - sorted out below
+                if failed is None:
+                    failed = (address, error)
+        if failed is not None:
+            address, error = failed
+            if not self._lost(address, error):
+                raise error  # the shard's own error (a bug, bad data), not a lost worker
+            where = "" if self.current_tree is None else f" at tree {self.current_tree}"
+            raise WorkerLostError(
+                f"the Dask worker {address} failed or was lost during the fit{where} "
+                f"({what or method}): {type(error).__name__}: {error}. Its rows lived "
+                "only in that worker's memory: the fit does not go on with part of the "
+                "data.", address) from error
         self.round_trips += 1
         self.wait_seconds += time.perf_counter() - t0
         return answers
+
+
+    def _lost(self, address, error):
+        """Whether ``error`` of the shard on ``address`` means its worker is gone: a
+        broken connection, or the scheduler no longer lists the worker (distributed
+        raises a plain RuntimeError for an actor whose worker it has removed)."""
+        if isinstance(error, OSError | CancelledError):
+            return True
+        try:
+            return address not in self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 - no scheduler either: nothing is left
+            return True
+
+    def drop(self, address):
+        """Forget the shard on ``address``; returns the partition indices it held."""
+        k = self.addresses.index(address)
+        self.actor_futures[k].release()
+        lost = self.partitions[k]
+        for name in ("shards", "addresses", "actor_futures", "partitions"):
+            del getattr(self, name)[k]
+        return lost
+
+    def add(self, shards, addresses, actor_futures, partitions):
+        self.shards += shards
+        self.addresses += addresses
+        self.actor_futures += actor_futures
+        self.partitions += partitions
+
+    def release(self):
+        for future in self.actor_futures:
+            future.release()
 
 
 class TreeGrower:

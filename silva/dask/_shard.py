@@ -179,6 +179,31 @@ class Shard:
         self.column = 0
         return self.n_rows
 
+    def restore(self, history, n_before_iteration, iteration):
+        """Bring a shard started in the middle of a fit (after a lost worker) to the
+        state of the others: the raw predictions of the trees ``history`` (``(column,
+        table, bitsets, values)`` each, in order), the gradients taken after the first
+        ``n_before_iteration`` of them (the current iteration's start). The trees are
+        walked on the bin codes (:func:`silva.engine.leaf_values.add_leaf_values_binned`):
+        each row gets the same additions, in the same order, as the other shards'."""
+        from silva.engine.leaf_values import leaf_updates
+
+        add_binned = leaf_updates(False)[1]
+        rows = np.arange(self.n_rows, dtype=np.int64)
+        for j, (column, table, bitsets, values) in enumerate(history):
+            if j == n_before_iteration:
+                self._gradients(iteration)
+            add_binned(self.raw, column, rows, self.workspace.codes, table, bitsets,
+                       self.missing_bin, values)
+        if n_before_iteration >= len(history):
+            self._gradients(iteration)
+        return self.n_rows
+
+    def _gradients(self, iteration):
+        self.loss.update_iteration(self.y, self.raw, self.weight)
+        self.loss.gradient_hessian(self.y, self.raw, self.grad, self.hess,
+                                   iteration=iteration)
+
     # --------------------------------------------------------------- per tree
     def start_tree(self, column, iteration, pending_splits, leaf_update):
         """Begin the tree on output ``column``: first finish the previous tree (apply its
@@ -189,9 +214,7 @@ class Shard:
         if leaf_update is not None:
             self._add_leaf_values(*leaf_update)
         if iteration is not None:
-            self.loss.update_iteration(self.y, self.raw, self.weight)
-            self.loss.gradient_hessian(self.y, self.raw, self.grad, self.hess,
-                                       iteration=iteration)
+            self._gradients(iteration)
         self.column = column
         index = self.workspace.index
         index[0, :] = np.arange(self.n_rows, dtype=np.int32)

@@ -18,6 +18,10 @@ checks, losses, binner and tree objects) plus ``client``. A fit:
 4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
    client, the split chosen once by the engine's split finder, applied by every shard.
 
+A worker lost during the fit is recovered from by default (``on_worker_loss``): its
+partitions are binned again on the workers left, new shards replay the trees so far,
+and the current tree grows again; the model is the undisturbed fit's.
+
 Categorical features: as for the single-machine estimator (``categorical_features``),
 from pandas category columns with known categories or integer codes; a categorical
 feature's bin count comes from its largest code over all rows (reported by the shards),
@@ -50,14 +54,16 @@ from silva import _boosting_loop, _input, metrics
 from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
 from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.dask import _data
-from silva.dask._grower import Cluster, TreeGrower
+from silva.dask._grower import Cluster, TreeGrower, WorkerLostError
 from silva.engine import losses
 from silva.engine.binning import Binner
 
 #: Rows sampled for the bin edges when ``bin_subsample`` is left at its Dask default.
 DEFAULT_BIN_SAMPLE = 200_000
 
-_DASK_PARAMS = ("client",)
+_DASK_PARAMS = ("client", "on_worker_loss")
+#: Lost workers a fit recovers from before it gives up.
+MAX_RECOVERIES = 8
 _MEAN_LOSSES = {"squared_error", "poisson", "gamma", "tweedie", "log_loss", "exponential"}
 
 
@@ -97,6 +103,7 @@ class _DaskBoosting:
         if not callable(self.loss):  # a wrong name is the single-machine ValueError
             loss = losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
             metrics.metric_name(self.scoring, loss)  # before any data is read
+        _input.check_option(self.on_worker_loss, "on_worker_loss", {"recover", "raise"})
         problems = []
         if self.early_stopping_rounds is not None and eval_set is None:
             problems.append("early stopping on a validation_fraction of the training "
@@ -175,31 +182,50 @@ class _DaskBoosting:
         del samples
 
         # Pass 3: each partition binned where it is computed; one shard per worker.
-        by_worker = _data.keep_by_worker(client, [
-            delayed(_shard.bin_partition, pure=True)(
-                template, s.index, *parts[s.index], classifier, binner, classes)
-            for s in summaries])
-        addresses = sorted(by_worker)
-        actor_futures = [client.submit(_shard.Shard, *by_worker[a], actor=True,
-                                       workers=[a], allow_other_workers=False, pure=False)
-                         for a in addresses]
+        use_hessian = config.boosting == "newton"
+        # As the single-machine loop: two lanes need unit hessians and unit weights.
+        two_lanes = (bool(loss.unit_hessian or not use_hessian)
+                     and all(s.unit_weights for s in summaries))
+        setup_args = (binner.missing_bin_, loss, init_raw, use_hessian, two_lanes)
+
+        def start_shards(indices):
+            """Bin partitions ``indices`` and start a shard on every worker holding some:
+            ``(shards, addresses, actor futures, partitions per shard)``."""
+            by_worker = _data.keep_by_worker(client, [
+                delayed(_shard.bin_partition, pure=True)(
+                    template, i, *parts[i], classifier, binner, classes)
+                for i in indices], indices)
+            addresses = sorted(by_worker)
+            futures = [client.submit(_shard.Shard, *[f for _, f in by_worker[a]],
+                                     actor=True, workers=[a], allow_other_workers=False,
+                                     pure=False) for a in addresses]
+            return ([f.result() for f in futures], addresses, futures,
+                    [[i for i, _ in by_worker[a]] for a in addresses])
+
+        def recover(cluster, lost_address, history, n_before_iteration, iteration):
+            """Replace the shard of a lost worker: its partitions binned again on the
+            workers left, the new shards brought to the others' state."""
+            lost = cluster.drop(lost_address)
+            if not cluster.shards:
+                raise WorkerLostError(f"silva.dask: every worker holding the data was lost "
+                                      f"(last {lost_address}).", lost_address)
+            shards, addresses, futures, partitions = start_shards(lost)
+            replacement = Cluster(client, shards, addresses, futures, partitions)
+            replacement.call("setup", *setup_args, what="recovery: setting up")
+            replacement.call("restore", history, n_before_iteration, iteration,
+                             what="recovery: replaying the trees")
+            cluster.add(shards, addresses, futures, partitions)
+            cluster.recoveries += 1
+
+        cluster = Cluster(client, *start_shards([s.index for s in summaries]))
         try:
-            shards = [f.result() for f in actor_futures]
-            del by_worker  # the shards hold the codes now
-            cluster = Cluster(shards, addresses)
-            use_hessian = config.boosting == "newton"
-            # As the single-machine loop: two lanes need unit hessians and unit weights.
-            two_lanes = (bool(loss.unit_hessian or not use_hessian)
-                         and all(s.unit_weights for s in summaries))
-            rows_per_worker = cluster.call("setup", binner.missing_bin_, loss, init_raw,
-                                           use_hessian, two_lanes, what="setting up")
+            rows_per_worker = cluster.call("setup", *setup_args, what="setting up")
             loaded = time.perf_counter()
             waited_loading = cluster.wait_seconds
             trees, split_gains, record = self._boost(cluster, binner, loss, config, rng,
-                                                     evals, init_raw, callbacks)
+                                                     evals, init_raw, callbacks, recover)
         finally:
-            for f in actor_futures:
-                f.release()
+            cluster.release()
         self._binner = binner
         self.init_raw_ = init_raw
         self._n_trees_per_iteration = loss.n_outputs
@@ -213,9 +239,9 @@ class _DaskBoosting:
         self._timings = {}
         finished = time.perf_counter()
         self.dask_fit_ = {
-            "n_workers": len(shards), "n_rows": n_total,
+            "n_workers": len(rows_per_worker), "n_rows": n_total,
             "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
-            "round_trips": cluster.round_trips,
+            "round_trips": cluster.round_trips, "recoveries": cluster.recoveries,
             "histogram_bytes": cluster.histogram_bytes,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
             "seconds_boosting_waiting_on_workers": cluster.wait_seconds - waited_loading,
@@ -266,7 +292,8 @@ class _DaskBoosting:
             X_edges = np.concatenate([X_edges, extra])
         return Binner(self.max_bins, self.is_categorical_).fit(X_edges)
 
-    def _boost(self, cluster, binner, loss, config, rng, evals, init_raw, callbacks):
+    def _boost(self, cluster, binner, loss, config, rng, evals, init_raw, callbacks,
+               recover):
         """The iterations, as :func:`silva._boosting_loop.boost` runs them, with the
         trees grown over the shards; evaluation sets (in memory) are scored after each
         iteration and watched by early stopping. Returns ``(trees, split_gains,
@@ -296,27 +323,32 @@ class _DaskBoosting:
             every_callback.append(LogEvaluation(int(config.verbose)))
         every_callback.extend(callbacks or [])
         best_iteration = None
+        history = []  # (column, table, bitsets, values) per tree, to replay on recovery
         for iteration in range(end):
             # The single-machine loop's draws, in its order (see _boosting_loop.boost).
             draws = _boosting_loop._feature_draws(n_outputs, n_features, n_bytree, rng)
             iteration_trees = []
             for k, (feature_mask, seed) in enumerate(draws):
                 cluster.current_tree = iteration * n_outputs + k
-                table, bitsets = grower.grow(k, iteration if k == 0 else None,
-                                             feature_mask, seed)
-                values = table["value"].copy()
+                while True:
+                    try:
+                        table, bitsets, values = self._grow_tree(
+                            grower, config, k, iteration, feature_mask, seed)
+                        break
+                    except WorkerLostError as lost:
+                        if (self.on_worker_loss != "recover"
+                                or cluster.recoveries >= MAX_RECOVERIES):
+                            raise
+                        # The workers left have applied every call up to the failed
+                        # one; the new shards replay the trees so far. Then the tree
+                        # grows again from its root.
+                        grower.deferred_splits = []
+                        grower.leaf_update = None
+                        recover(cluster, lost.address, history, iteration * n_outputs,
+                                iteration)
                 is_leaf = table["left"] == -1
-                if config.boosting == "gradient":
-                    # Friedman's Newton step per leaf on the true hessian (the tree was
-                    # grown with the weight as its hessian): leaf sums from the shards.
-                    leaves = np.flatnonzero(is_leaf)
-                    sums = grower.leaf_gradient_sums(k, leaves)
-                    for leaf, leaf_sums in zip(leaves, sums, strict=True):
-                        values[leaf] = _boosting_loop.newton_value(
-                            leaf_sums, config.split_params, table["lower"][leaf],
-                            table["upper"][leaf])
-                values *= config.learning_rate
                 grower.finish_tree(k, values)
+                history.append((k, table, bitsets, values))
                 tree = _boosting_loop.make_tree(table, bitsets, values, n_features,
                                                 tree_categories)
                 iteration_trees.append(tree)
@@ -342,6 +374,24 @@ class _DaskBoosting:
             del split_gains[(best_iteration + 1) * n_outputs:]
         return trees, split_gains, {"evals_result": evals_result,
                                     "best_iteration": best_iteration}
+
+    @staticmethod
+    def _grow_tree(grower, config, column, iteration, feature_mask, seed):
+        """One tree: ``(table, bitsets, values)``, the values times the learning rate."""
+        table, bitsets = grower.grow(column, iteration if column == 0 else None,
+                                     feature_mask, seed)
+        values = table["value"].copy()
+        if config.boosting == "gradient":
+            # Friedman's Newton step per leaf on the true hessian (the tree was grown
+            # with the weight as its hessian): leaf sums from the shards.
+            leaves = np.flatnonzero(table["left"] == -1)
+            sums = grower.leaf_gradient_sums(column, leaves)
+            for leaf, leaf_sums in zip(leaves, sums, strict=True):
+                values[leaf] = _boosting_loop.newton_value(
+                    leaf_sums, config.split_params, table["lower"][leaf],
+                    table["upper"][leaf])
+        values *= config.learning_rate
+        return table, bitsets, values
 
     # ------------------------------------------------------------------ predict
     def _dask_or_local(self, method, X, **kwargs):
@@ -382,6 +432,11 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
     ----------
     client : distributed.Client or None, default=None
         The cluster to train on; None: ``distributed.get_client()`` (the current one).
+    on_worker_loss : {"recover", "raise"}, default="recover"
+        When a worker holding rows is lost during a fit: bin its partitions again on
+        the workers left, replay the trees so far on them and grow the current tree
+        again (the model is the one an undisturbed fit grows), or raise
+        :class:`silva.dask.WorkerLostError` naming the worker.
     bin_subsample : int or None, default=200000
         Rows sampled (from all partitions, in proportion to their size) to place the bin
         edges; None uses every row (all rows travel to the client once: only for small
@@ -402,9 +457,11 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
 
     _local_class = GradientBoostingRegressor
 
-    def __init__(self, *, client=None, bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+    def __init__(self, *, client=None, on_worker_loss="recover",
+                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
         super().__init__(bin_subsample=bin_subsample, **params)
         self.client = client
+        self.on_worker_loss = on_worker_loss
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
@@ -425,6 +482,8 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     ----------
     client : distributed.Client or None, default=None
         The cluster to train on; None: ``distributed.get_client()``.
+    on_worker_loss : {"recover", "raise"}, default="recover"
+        As for :class:`DaskGradientBoostingRegressor`.
     bin_subsample : int or None, default=200000
         As for :class:`DaskGradientBoostingRegressor`.
     **params
@@ -435,9 +494,11 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
 
     _local_class = GradientBoostingClassifier
 
-    def __init__(self, *, client=None, bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+    def __init__(self, *, client=None, on_worker_loss="recover",
+                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
         super().__init__(bin_subsample=bin_subsample, **params)
         self.client = client
+        self.on_worker_loss = on_worker_loss
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
