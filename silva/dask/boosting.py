@@ -3,7 +3,7 @@
 :class:`DaskGradientBoostingRegressor` and :class:`DaskGradientBoostingClassifier` take
 the parameters of :class:`silva.GradientBoostingRegressor` /
 :class:`silva.GradientBoostingClassifier` (they subclass them, and reuse their parameter
-checks, losses, binner and tree objects) plus ``client``. A fit:
+checks, losses, binner and tree objects) plus ``client`` and ``on_worker_loss``. A fit:
 
 1. checks every row partition of X and y on the workers and summarises it (row count,
    labels or sums of y) (:mod:`silva.dask._data`, :mod:`silva.dask._shard`);
