@@ -336,9 +336,15 @@ class _DaskBoosting:
                             grower, config, k, iteration, feature_mask, seed)
                         break
                     except WorkerLostError as lost:
-                        if (self.on_worker_loss != "recover"
-                                or cluster.recoveries >= MAX_RECOVERIES):
+                        if self.on_worker_loss != "recover":
                             raise
+                        if cluster.recoveries >= MAX_RECOVERIES:
+                            raise WorkerLostError(
+                                f"{lost} The fit gave up after recovering from "
+                                f"{cluster.recoveries} lost workers (a worker that "
+                                "runs out of memory, and whose rows then overload the "
+                                "others, is lost again and again).", lost.address
+                            ) from lost
                         # The workers left have applied every call up to the failed
                         # one; the new shards replay the trees so far. Then the tree
                         # grows again from its root.
