@@ -1,0 +1,235 @@
+"""Distributed boosting benchmark: silva.dask on a LocalCluster, next to single-machine
+silva on the same data, and (``--sides``) LightGBM's and XGBoost's Dask estimators.
+
+The data are generated on the workers (``dask.array`` random, never on the client): X
+``--rows`` x ``--features`` standard normal, a binary label from a linear score with two
+interactions plus logistic noise, in row chunks of ``--chunk-rows``; a test set of
+200,000 rows from another seed gives the AUC. Single-machine silva computes the same
+arrays in its own process (dask's local scheduler: the same numbers). Each side runs in
+its own process (idle threads of one slow another) and after an untimed warm-up fit on
+a small sample (numba's compilation is not counted; on the cluster, the workers' too).
+
+Reported per side: fit seconds (everything after the data are in the workers' memory:
+loading, binning, boosting), that divided by the number of trees, the test AUC, and for
+silva.dask the boosting seconds per tree (loading and binning excluded), the round trips
+and the bytes of histograms that came back to the client, per tree.
+
+Usage::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_dask.py                   # 2M x 28
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_dask.py --rows 500000 --trees 10
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_dask.py --sides silva-dask silva-local \\
+        lightgbm-dask xgboost-dask --write-results
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+SIDES = ("silva-dask", "silva-local", "lightgbm-dask", "xgboost-dask")
+RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
+TEST_ROWS = 200_000
+LEAVES = 31
+LEARNING_RATE = 0.1
+
+
+def make_data(n_rows, n_features, chunk_rows, seed):
+    """Lazy ``(X, y)``: dask arrays, computed wherever they are computed."""
+    import dask.array as da
+    rs = da.random.RandomState(seed)
+    X = rs.normal(size=(n_rows, n_features), chunks=(chunk_rows, n_features))
+    weights = np.linspace(-1.0, 1.0, n_features)
+    score = X @ weights + 0.8 * X[:, 0] * X[:, 1] - 0.5 * X[:, 2] * X[:, 3]
+    y = (score + rs.logistic(size=n_rows, chunks=chunk_rows) > 0).astype(np.int8)
+    return X, y
+
+
+def _rss():
+    import psutil
+    return psutil.Process().memory_info().rss
+
+
+def _auc(y, p):
+    from sklearn.metrics import roc_auc_score
+    return float(roc_auc_score(y, p))
+
+
+def _cluster(args):
+    from distributed import Client, LocalCluster
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                           dashboard_address=":0", memory_limit=args.memory_limit)
+    return cluster, Client(cluster)
+
+
+def run_side(args):
+    """One side, in this process; prints one JSON line."""
+    side = args.side
+    X_test, y_test = (a.compute(scheduler="threads") for a in make_data(
+        TEST_ROWS, args.features, TEST_ROWS, seed=args.seed + 1))
+    out = {"side": side, "rows": args.rows, "features": args.features,
+           "trees": args.trees}
+    if side == "silva-local":
+        import silva
+        X, y = (a.compute(scheduler="threads") for a in make_data(
+            args.rows, args.features, args.chunk_rows, args.seed))
+        params = dict(n_estimators=args.trees, max_leaf_nodes=LEAVES,
+                      learning_rate=LEARNING_RATE, bin_subsample=200_000, random_state=0)
+        silva.GradientBoostingClassifier(**{**params, "n_estimators": 2}).fit(X[:20000],
+                                                                                y[:20000])
+        t0 = time.perf_counter()
+        model = silva.GradientBoostingClassifier(**params).fit(X, y)
+        out["fit_s"] = time.perf_counter() - t0
+        out["per_tree_s"] = out["fit_s"] / args.trees
+        out["auc"] = _auc(y_test, model.predict_proba(X_test)[:, 1])
+        print(json.dumps(out))
+        return
+    from distributed import wait
+    cluster, client = _cluster(args)
+    with cluster, client:
+        X, y = make_data(args.rows, args.features, args.chunk_rows, args.seed)
+        if not (args.lazy and side == "silva-dask"):
+            X, y = client.persist([X, y])
+            wait([X, y])
+        small = [a[:20000].rechunk(10000) for a in (X, y)]
+        memory = {}
+
+        def worker_memory(env):
+            # Resident memory of every worker near the end of the fit (shards alive).
+            if env.iteration == env.end_iteration - 1:
+                memory.update(client.run(_rss))
+        if side == "silva-dask":
+            from silva.dask import DaskGradientBoostingClassifier
+            params = dict(n_estimators=args.trees, max_leaf_nodes=LEAVES,
+                          learning_rate=LEARNING_RATE, random_state=0, client=client)
+            DaskGradientBoostingClassifier(**{**params, "n_estimators": 2}).fit(*small)
+            t0 = time.perf_counter()
+            model = DaskGradientBoostingClassifier(**params).fit(X, y,
+                                                                 callbacks=[worker_memory])
+            out["fit_s"] = time.perf_counter() - t0
+            out["worker_rss_gib"] = sorted(round(v / 2**30, 2) for v in memory.values())
+            info = model.dask_fit_
+            out["load_and_bin_s"] = info["seconds_loading"]
+            out["boost_s"] = info["seconds_boosting"]
+            out["per_tree_s"] = out["fit_s"] / args.trees
+            out["boost_per_tree_s"] = info["seconds_boosting"] / args.trees
+            out["round_trips_per_tree"] = info["round_trips"] / args.trees
+            out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
+            out["wait_s"] = info["seconds_boosting_waiting_on_workers"]
+            proba = model.to_local().predict_proba(X_test)[:, 1]
+        elif side == "lightgbm-dask":
+            import lightgbm
+            params = dict(n_estimators=args.trees, num_leaves=LEAVES,
+                          learning_rate=LEARNING_RATE, max_bin=255, min_child_samples=20,
+                          reg_lambda=0.0, verbose=-1, client=client)
+            lightgbm.DaskLGBMClassifier(**{**params, "n_estimators": 2}).fit(*small)
+            t0 = time.perf_counter()
+            model = lightgbm.DaskLGBMClassifier(**params).fit(X, y)
+            out["fit_s"] = time.perf_counter() - t0
+            out["per_tree_s"] = out["fit_s"] / args.trees
+            proba = model.to_local().predict_proba(X_test)[:, 1]
+        elif side == "xgboost-dask":
+            import xgboost.dask
+            params = dict(n_estimators=args.trees, max_leaves=LEAVES, max_depth=0,
+                          grow_policy="lossguide", tree_method="hist",
+                          learning_rate=LEARNING_RATE, max_bin=256, nthread=1)
+            xgboost.dask.DaskXGBClassifier(**{**params, "n_estimators": 2}).fit(*small)
+            t0 = time.perf_counter()
+            model = xgboost.dask.DaskXGBClassifier(**params).fit(X, y)
+            out["fit_s"] = time.perf_counter() - t0
+            out["per_tree_s"] = out["fit_s"] / args.trees
+            proba = model.get_booster().inplace_predict(X_test)
+        else:
+            raise SystemExit(f"unknown side {side!r}")
+        out["auc"] = _auc(y_test, proba)
+    print(json.dumps(out))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--features", type=int, default=28)
+    parser.add_argument("--chunk-rows", type=int, default=250_000)
+    parser.add_argument("--trees", type=int, default=20)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--memory-limit", default="4GiB")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lazy", action="store_true",
+                        help="silva.dask reads X as generated, never persisted (its three "
+                             "loading passes generate it three times): for data larger "
+                             "than the workers' memory")
+    parser.add_argument("--sides", nargs="+", default=["silva-dask", "silva-local"],
+                        choices=SIDES)
+    parser.add_argument("--side", help=argparse.SUPPRESS)
+    parser.add_argument("--write-results", action="store_true")
+    args = parser.parse_args(argv)
+    if args.side:
+        run_side(args)
+        return
+    rows = []
+    for side in args.sides:
+        command = [sys.executable, os.path.abspath(__file__), "--side", side,
+                   "--rows", str(args.rows), "--features", str(args.features),
+                   "--chunk-rows", str(args.chunk_rows), "--trees", str(args.trees),
+                   "--workers", str(args.workers), "--memory-limit", args.memory_limit,
+                   "--seed", str(args.seed)] + (["--lazy"] if args.lazy else [])
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+        if done.returncode or not lines:
+            print(f"{side} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
+            continue
+        rows.append(json.loads(lines[-1]))
+        print(lines[-1], flush=True)
+    table = _table(rows, args)
+    print(table)
+    if args.write_results:
+        with open(RESULTS_PATH, "a") as results:
+            results.write(table)
+
+
+def _table(rows, args):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from _machine import command_line, cpu_model, machine_line, utc_now
+    local = next((r for r in rows if r["side"] == "silva-local"), None)
+    lines = [
+        f"\n## Dask: distributed boosting on a LocalCluster ({utc_now()})\n",
+        f"- machine: {machine_line()}; CPU: {cpu_model()}",
+        f"- command: `{command_line('bench_dask.py', sys.argv[1:])}`",
+        f"- data: {args.rows:,} x {args.features} generated on the workers "
+        f"(chunks of {args.chunk_rows:,} rows), binary label; {args.trees} trees, "
+        f"{LEAVES} leaves, learning rate {LEARNING_RATE}; cluster: {args.workers} worker "
+        f"processes x 1 thread, memory limit {args.memory_limit}"
+        + ("; silva.dask reads X lazily (generated in each of its loading passes, never "
+           "persisted), the peers from persisted data" if args.lazy else
+           "; every side reads X persisted in the workers' memory"),
+        "",
+        "| side | fit s | fit s per tree | fit vs silva local | test AUC "
+        "| boosting s per tree | round trips / tree | histogram MB / tree |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        ratio = (f"{r['fit_s'] / local['fit_s']:.2f}" if local else "")
+        boost = f"{r['boost_per_tree_s']:.3f}" if "boost_per_tree_s" in r else ""
+        trips = f"{r['round_trips_per_tree']:.1f}" if "round_trips_per_tree" in r else ""
+        volume = (f"{r['histogram_bytes_per_tree'] / 1e6:.2f}"
+                  if "histogram_bytes_per_tree" in r else "")
+        lines.append(f"| {r['side']} | {r['fit_s']:.2f} | {r['per_tree_s']:.3f} | {ratio} "
+                     f"| {r['auc']:.5f} | {boost} | {trips} | {volume} |")
+    dask_row = next((r for r in rows if r["side"] == "silva-dask"), None)
+    if dask_row:
+        lines.append(f"\n- silva.dask fit = {dask_row['load_and_bin_s']:.2f} s loading, "
+                     f"sampling the bin edges and binning + {dask_row['boost_s']:.2f} s "
+                     f"boosting, of which {dask_row['wait_s']:.2f} s waiting on workers; "
+                     f"workers' resident memory at the last tree (GiB): "
+                     f"{dask_row.get('worker_rss_gib')}.")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,444 @@
+"""The distributed tree grower: one boosting tree over the shards of a Dask cluster.
+
+The driver (this module, plain Python) grows the tree; the shards
+(:class:`silva.dask._shard.Shard`, one Dask actor per worker) hold the rows. Only
+histograms, split descriptions and counts travel. The steps mirror the engine's compiled
+grower, :func:`silva.engine.gradient_grower.grow_gradient_tree`, one for one, so that
+with the same bin edges the distributed tree is the single-machine tree:
+
+- the root: every shard computes its local root histogram (filling its rows' gradient
+  channels on the way); the driver sums them and takes the root's channel sums from
+  feature 0's bins;
+- a node's split: :func:`silva.engine.gradient_splitting.find_best_split` on the summed
+  histogram, over the candidates of
+  :func:`silva.engine.gradient_grower._node_candidates` (the same per-node feature draws
+  from the tree's seed);
+- growth order: best-first (a heap keyed by ``-gain``, ties to the lower node id) or
+  depthwise (a FIFO queue), split until ``max_leaf_nodes`` leaves or no positive gain;
+- children: channel sums from the split scan's left sums, value bounds by LightGBM's
+  basic monotone method, the smaller child's histogram built by the shards and the
+  larger's the parent's minus it (the subtraction trick), on the driver;
+- node values: the Newton weight ``-T(G)/(H + lambda)`` clipped as the engine clips it
+  (:func:`silva.engine.gradient_splitting.leaf_output`).
+
+Round trips (each one call to every shard at once, answered in parallel):
+
+- one to start the tree (it also carries the previous tree's deferred splits and leaf
+  values, and at the first tree of an iteration computes the gradients);
+- leaf-wise growth: one per split whose children need a histogram (the last splits of
+  a tree, whose children will not be split, are deferred to the next call);
+- depthwise growth: one per level (every split of the level in one call);
+- ``boosting="gradient"``: one more, for the leaves' gradient and hessian sums.
+
+So a 31-leaf leaf-wise tree costs at most 31 round trips, a depth-6 depthwise tree at most
+7. The summation order over rows differs from the single-machine fit (shard by shard),
+so sums agree to rounding, not bit for bit.
+"""
+
+import heapq
+import time
+from concurrent.futures import CancelledError
+
+import numpy as np
+
+from silva.dask._shard import SplitRequest
+from silva.engine.binning import ALL_VALUE_BINS
+from silva.engine.gradient_grower import _left_weight, _new_search_buffers, _node_candidates
+from silva.engine.gradient_histogram import COUNT_CHANNEL, N_CHANNELS, WEIGHT_CHANNEL
+from silva.engine.gradient_splitting import (
+    L1,
+    L2,
+    MAX_DELTA_STEP,
+    MIN_CHILD_WEIGHT,
+    MIN_SAMPLES_LEAF,
+    find_best_split,
+    leaf_output,
+    numeric_split_finder,
+)
+from silva.engine.nodes import GRADIENT_NODE, LEAF, UNDEFINED
+
+
+class WorkerLostError(RuntimeError):
+    """A worker that held a shard failed or left during a fit (``address``). The fit
+    recovers (its partitions are binned again on the other workers and the tree is
+    grown again) or, with ``on_worker_loss="raise"``, stops: never a model grown on part
+    of the rows."""
+
+    def __init__(self, message, address):
+        super().__init__(message)
+        self.address = address
+
+
+class Cluster:
+    """The fit's shards and how to call them all at once; counts round trips and the
+    bytes of histograms that come back."""
+
+    def __init__(self, client, shards, addresses, actor_futures, partitions):
+        self.client = client
+        self.shards = shards
+        self.addresses = addresses
+        self.actor_futures = actor_futures  # keep the actors alive
+        self.partitions = partitions  # per shard, the partition indices it holds
+        self.recoveries = 0
+        self.round_trips = 0
+        self.histogram_bytes = 0
+        self.wait_seconds = 0.0
+        self.current_tree = None  # for error messages: the tree being grown
+
+    def call(self, method, *args, what=""):
+        """``method(*args)`` on every shard, in parallel; their answers in shard order."""
+        return self.call_each(method, [args] * len(self.shards), what=what)
+
+    def call_each(self, method, shard_args, what=""):
+        """``method(*shard_args[i])`` on shard ``i``, all in parallel; the answers."""
+        t0 = time.perf_counter()
+        pending = []
+        for shard, args in zip(self.shards, shard_args, strict=True):
+            try:
+                pending.append(getattr(shard, method)(*args))
+            except Exception as error:  # noqa: BLE001 - an actor whose worker is gone
+                pending.append(error)
+        answers = []
+        failed = None
+        # Every answer is awaited, even after a failure, so that the shards left have
+        # all finished the call when the error is raised (recovery relies on it).
+        for address, future in zip(self.addresses, pending, strict=True):
+            try:
+                if isinstance(future, Exception):
+                    raise future
+                answers.append(future.result())
+            except Exception as error:  # noqa: BLE001 - sorted out below
+                if failed is None:
+                    failed = (address, error)
+        if failed is not None:
+            address, error = failed
+            if not self._lost(address, error):
+                raise error  # the shard's own error (a bug, bad data), not a lost worker
+            where = "" if self.current_tree is None else f" at tree {self.current_tree}"
+            raise WorkerLostError(
+                f"the Dask worker {address} failed or was lost during the fit{where} "
+                f"({what or method}): {type(error).__name__}: {error}. Its rows lived "
+                "only in that worker's memory: the fit does not go on with part of the "
+                "data.", address) from error
+        self.round_trips += 1
+        self.wait_seconds += time.perf_counter() - t0
+        return answers
+
+
+    def _lost(self, address, error):
+        """Whether ``error`` of the shard on ``address`` means its worker is gone: a
+        broken connection, or the scheduler no longer lists the worker (distributed
+        raises a plain RuntimeError for an actor whose worker it has removed)."""
+        if isinstance(error, OSError | CancelledError):
+            return True
+        try:
+            return address not in self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 - no scheduler either: nothing is left
+            return True
+
+    def drop(self, address):
+        """Forget the shard on ``address``; returns the partition indices it held."""
+        k = self.addresses.index(address)
+        self.actor_futures[k].release()
+        lost = self.partitions[k]
+        for name in ("shards", "addresses", "actor_futures", "partitions"):
+            del getattr(self, name)[k]
+        return lost
+
+    def add(self, shards, addresses, actor_futures, partitions):
+        self.shards += shards
+        self.addresses += addresses
+        self.actor_futures += actor_futures
+        self.partitions += partitions
+
+    def release(self):
+        for future in self.actor_futures:
+            future.release()
+
+
+class TreeGrower:
+    """Grows the trees of one fit (see the module docstring); holds the fit's binning
+    tables, growth rules and split-search buffers."""
+
+    def __init__(self, cluster, binner, is_categorical, params, max_depth, max_leaf_nodes,
+                 depthwise, features_per_node, monotonic, interaction_sets):
+        self.cluster = cluster
+        self.n_value_bins = binner.n_value_bins_
+        self.is_categorical = is_categorical.astype(np.uint8)
+        self.missing_bin = int(binner.missing_bin_)
+        self.bin_thresholds = binner.bin_thresholds_
+        self.n_features = len(self.n_value_bins)
+        n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
+        self.n_words = max(1, (int(n_categories) + 63) // 64)
+        self.params = params
+        self.max_depth = max_depth
+        self.max_leaf_nodes = max_leaf_nodes
+        self.depthwise = depthwise
+        self.features_per_node = np.int64(features_per_node)
+        self.monotonic = monotonic
+        self.interaction_sets = interaction_sets
+        self.constrained = bool(params[MAX_DELTA_STEP] > 0.0 or np.any(monotonic != 0))
+        self.find_best_split = (find_best_split if is_categorical.any()
+                                else numeric_split_finder())
+        # What the next call to the shards carries for the previous tree.
+        self.deferred_splits = []
+        self.leaf_update = None
+
+    # ------------------------------------------------------------------ a tree
+    def grow(self, column, iteration, feature_mask, seed):
+        """One tree on gradient column ``column``: ``(table, bitsets)`` as the engine's
+        grower returns them (node ``start``/``end`` hold ``0``/the node's row count)."""
+        search = _new_search_buffers(self.n_features, self.missing_bin + 1, self.n_words,
+                                     np.uint64(seed))
+        self.search = search
+        self.feature_mask = feature_mask
+        unlimited = self.max_leaf_nodes <= 0
+        roots = self.cluster.call("start_tree", column, iteration, self.deferred_splits,
+                                  self.leaf_update, what="the root's histograms")
+        self.deferred_splits = []
+        self.leaf_update = None
+        root_hist = self._sum(roots)
+        # Every sample falls in one bin of feature 0 (the missing bin included); summed
+        # bin after bin, as the engine sums them.
+        root_sums = np.cumsum(root_hist[0], axis=0)[-1].copy()
+
+        self.nodes = []  # per node: a dict of its fields
+        self.histograms = {}
+        frontier = []
+        head = 0
+        # The root, then each batch of children: (sums, hist or None, lower, upper,
+        # depth, parent, needs_histogram).
+        self._create(root_sums, root_hist, -np.inf, np.inf, 0, -1, True, frontier)
+        n_leaves = 1
+        while True:
+            # The splits of this round: the best leaf (leaf-wise), or the whole current
+            # level (depthwise: the queue's nodes pushed before this round).
+            batch = []
+            level_end = len(frontier)
+            while unlimited or n_leaves < self.max_leaf_nodes:
+                if self.depthwise:
+                    if head >= level_end:
+                        break
+                    node = frontier[head][1]
+                    head += 1
+                else:
+                    if not frontier or batch:
+                        break
+                    node = heapq.heappop(frontier)[1]
+                n_leaves += 1
+                room = unlimited or n_leaves < self.max_leaf_nodes
+                batch.append(self._schedule_split(node, room))
+            if not batch:
+                break
+            self._split_batch(batch, frontier)
+        return self._table()
+
+    def finish_tree(self, column, values):
+        """Queue the tree's leaf values for the shards' raw predictions (sent with the
+        next call)."""
+        leaves = [n for n, row in enumerate(self.nodes) if row["left"] == LEAF]
+        self.leaf_update = (column, np.array(leaves, dtype=np.int64), values[leaves])
+
+    def leaf_gradient_sums(self, column, leaves):
+        """``(n_leaves, 2)``: each leaf's ``(sum w g, sum w h)`` over every shard, for
+        Friedman's per-leaf Newton step (one more round trip, which also applies the
+        tree's deferred splits)."""
+        answers = self.cluster.call("leaf_gradient_sums", self.deferred_splits, column,
+                                    leaves, what="the leaves' gradient sums")
+        self.deferred_splits = []
+        total = np.array(answers[0], copy=True)
+        for answer in answers[1:]:
+            total += answer
+        return total
+
+    def flush(self):
+        """Send the last tree's deferred splits and leaf values."""
+        self.cluster.call("finish", self.deferred_splits, self.leaf_update,
+                          what="the last tree's leaf values")
+        self.deferred_splits = []
+        self.leaf_update = None
+
+    # ------------------------------------------------------------------ steps
+    def _sum(self, histograms):
+        """The shards' histograms summed, with all four channels: shards of a fit with
+        unit hessians and weights send the gradient and hessian channels only, and the
+        count and weight channels are then the hessian's (as the engine's two-lane
+        passes widen them)."""
+        total = np.array(histograms[0], dtype=np.float64, copy=True)
+        self.cluster.histogram_bytes += sum(h.nbytes for h in histograms)
+        for h in histograms[1:]:
+            total += h
+        if total.shape[-1] == N_CHANNELS:
+            return total
+        full = np.empty(total.shape[:-1] + (N_CHANNELS,))
+        full[..., 1:3] = total
+        full[..., COUNT_CHANNEL] = total[..., 1]
+        full[..., WEIGHT_CHANNEL] = total[..., 1]
+        return full
+
+    def _create(self, sums, hist, lower, upper, depth, parent, needs_histogram, frontier):
+        """A new node from its channel ``sums``; with a histogram, its best split is
+        searched, and a gainful one puts it on the frontier."""
+        node = len(self.nodes)
+        path = (np.zeros(self.n_features, dtype=np.uint8) if parent < 0
+                else self.nodes[parent]["path"].copy())
+        if parent >= 0:
+            path[self.nodes[parent]["feature"]] = 1
+        params = self.params
+        row = {
+            "left": LEAF, "right": LEAF, "feature": UNDEFINED, "threshold": float(UNDEFINED),
+            "missing_left": False, "is_categorical": False, "gain": 0.0, "depth": depth,
+            "lower": lower, "upper": upper, "count": sums[COUNT_CHANNEL],
+            "weight": sums[WEIGHT_CHANNEL], "sum_gradient": sums[1], "sum_hessian": sums[2],
+            "value": leaf_output(sums[1], sums[2], params[L1], params[L2],
+                                 params[MAX_DELTA_STEP], lower, upper),
+            "split_gain": -np.inf, "path": path, "bitset": np.zeros(self.n_words, np.uint64),
+        }
+        self.nodes.append(row)
+        if not needs_histogram:
+            return
+        s = self.search
+        n_candidates = _node_candidates(path, self.feature_mask, self.interaction_sets,
+                                        self.features_per_node, s.rng_state, s.candidates)
+        gain, feature, split_bin, missing_left = self.find_best_split(
+            hist, s.candidates, n_candidates, self.n_value_bins, self.is_categorical,
+            self.monotonic, np.int64(self.missing_bin), sums, params, lower, upper,
+            self.constrained, s.feature_score, s.feature_bin, s.feature_missing_left,
+            s.feature_left, s.feature_bitset, s.scan_scratch)
+        if feature < 0 or gain <= 0.0:
+            return
+        categorical = self.is_categorical[feature] != 0
+        row["split_gain"] = gain
+        row["split_feature"] = int(feature)
+        row["split_bin"] = int(split_bin)
+        row["split_missing_left"] = bool(missing_left)
+        row["left_count"] = s.feature_left[feature, 0]
+        row["left_gradient"] = s.feature_left[feature, 1]
+        row["left_hessian"] = s.feature_left[feature, 2]
+        row["left_weight"] = _left_weight(
+            hist[feature], self.n_value_bins[feature], np.int64(self.missing_bin),
+            np.int64(split_bin), bool(missing_left), bool(categorical),
+            s.feature_bitset[feature])
+        if categorical:
+            row["bitset"] = s.feature_bitset[feature].copy()
+        self.histograms[node] = hist
+        if self.depthwise:
+            frontier.append((-gain, node))
+        else:
+            heapq.heappush(frontier, (-gain, node))
+
+    def _schedule_split(self, node, room):
+        """Apply ``node``'s chosen split as its decision rule, and decide its children:
+        sums, bounds, which may split, and which histogram the shards build."""
+        row = self.nodes[node]
+        feature = row["split_feature"]
+        categorical = self.is_categorical[feature] != 0
+        row["feature"] = feature
+        row["missing_left"] = row["split_missing_left"]
+        row["is_categorical"] = bool(categorical)
+        row["gain"] = row["split_gain"]
+        if categorical:
+            row["threshold"] = float(UNDEFINED)
+        elif row["split_bin"] == ALL_VALUE_BINS:
+            row["threshold"] = np.inf  # missing values versus the rest
+        else:
+            row["threshold"] = float(self.bin_thresholds[feature, row["split_bin"]])
+        n_left = row["left_count"]
+        n_right = row["count"] - n_left
+        sums = np.empty((2, N_CHANNELS))
+        sums[0] = (n_left, row["left_gradient"], row["left_hessian"], row["left_weight"])
+        sums[1] = (n_right, row["sum_gradient"] - row["left_gradient"],
+                   row["sum_hessian"] - row["left_hessian"], row["weight"] - row["left_weight"])
+        lower = [row["lower"], row["lower"]]
+        upper = [row["upper"], row["upper"]]
+        direction = self.monotonic[feature]
+        if direction != 0:
+            p = self.params
+            wl = leaf_output(sums[0, 1], sums[0, 2], p[L1], p[L2], p[MAX_DELTA_STEP],
+                             row["lower"], row["upper"])
+            wr = leaf_output(sums[1, 1], sums[1, 2], p[L1], p[L2], p[MAX_DELTA_STEP],
+                             row["lower"], row["upper"])
+            middle = 0.5 * (wl + wr)
+            if direction > 0:
+                upper[0] = min(row["upper"], middle)
+                lower[1] = max(row["lower"], middle)
+            else:
+                lower[0] = max(row["lower"], middle)
+                upper[1] = min(row["upper"], middle)
+        needs = [bool(room and row["depth"] + 1 < self.max_depth
+                      and sums[c, COUNT_CHANNEL] >= 2.0 * self.params[MIN_SAMPLES_LEAF]
+                      and sums[c, 2] >= 2.0 * self.params[MIN_CHILD_WEIGHT]
+                      and sums[c, COUNT_CHANNEL] >= 2)
+                 for c in range(2)]
+        smaller = 0 if n_left <= n_right else 1
+        # The shards build the smaller child's histogram when either child needs one (the
+        # larger's is the parent's minus it).
+        build = smaller if (needs[0] or needs[1]) else -1
+        return {"node": node, "sums": sums, "lower": lower, "upper": upper, "needs": needs,
+                "smaller": smaller, "build": build}
+
+    def _split_batch(self, batch, frontier):
+        """Send a round's splits to the shards, then create the children in order."""
+        requests = []
+        base = len(self.nodes)
+        for k, split in enumerate(batch):
+            row = self.nodes[split["node"]]
+            requests.append(SplitRequest(
+                split["node"], int(row["feature"]), int(row["split_bin"]),
+                bool(row["missing_left"]), bool(row["is_categorical"]), row["bitset"],
+                base + 2 * k, base + 2 * k + 1, int(split["build"])))
+        if not any(r.histogram_child >= 0 for r in requests):
+            # No histogram is needed: the partitions can wait for the next call.
+            self.deferred_splits.extend(requests)
+            answers = None
+        else:
+            answers = self.cluster.call("split", self.deferred_splits + requests,
+                                        what="a split's histograms")
+            n_deferred = len(self.deferred_splits)
+            self.deferred_splits = []
+            n_left = np.sum([a[0][n_deferred:] for a in answers], axis=0)
+            built = self._sum([a[1] for a in answers])
+            for k, split in enumerate(batch):
+                if n_left[k] != split["sums"][0, COUNT_CHANNEL]:
+                    raise RuntimeError(
+                        f"silva.dask: the shards sent {n_left[k]} rows left at node "
+                        f"{split['node']}, the histograms {split['sums'][0, 0]}: the "
+                        "workers' data changed during the fit.")
+        j = 0
+        for k, split in enumerate(batch):
+            node = split["node"]
+            parent_hist = self.histograms.pop(node)
+            child_hist = [None, None]
+            if split["build"] >= 0:
+                smaller = split["smaller"]
+                child_hist[smaller] = built[j]
+                j += 1
+                parent_hist -= child_hist[smaller]
+                child_hist[1 - smaller] = parent_hist
+            row = self.nodes[node]
+            row["left"] = base + 2 * k
+            row["right"] = base + 2 * k + 1
+            for c in range(2):
+                self._create(split["sums"][c], child_hist[c], split["lower"][c],
+                             split["upper"][c], row["depth"] + 1, node,
+                             split["needs"][c] and child_hist[c] is not None, frontier)
+
+    def _table(self):
+        n_nodes = len(self.nodes)
+        table = np.zeros(n_nodes, dtype=GRADIENT_NODE)
+        bitsets = np.zeros((n_nodes, self.n_words), dtype=np.uint64)
+        for n, row in enumerate(self.nodes):
+            for name in ("left", "right", "feature", "threshold", "missing_left",
+                         "is_categorical", "depth", "gain", "weight", "sum_gradient",
+                         "sum_hessian", "value", "lower", "upper"):
+                table[n][name] = row[name]
+            table[n]["start"] = 0
+            table[n]["end"] = int(row["count"])
+            table[n]["hist_slot"] = -1
+            table[n]["split_gain"] = row["split_gain"]
+            if row["left"] != LEAF:
+                table[n]["split_feature"] = row["split_feature"]
+                table[n]["split_bin"] = row["split_bin"]
+                table[n]["split_missing_left"] = row["split_missing_left"]
+            bitsets[n] = row["bitset"]
+        return table, bitsets

@@ -1,0 +1,302 @@
+"""One worker's rows for a distributed boosting fit: a Dask actor that holds them.
+
+Loading reads the data three times, partition by partition, in tasks on the workers,
+so that raw rows never sit in a worker's memory beyond the one partition a task reads:
+:func:`describe_partition` (checks, row counts, labels), :func:`sample_partition` (the
+rows that place the bin edges) and :func:`bin_partition` (bin codes and encoded y). A
+:class:`Shard` then lives on one worker for the whole fit (``client.submit(Shard, ...,
+actor=True)``), built from that worker's binned partitions, and keeps what the engine's
+single-machine loop keeps for the whole data: the bin codes (in the grower's workspace,
+:func:`silva.engine.gradient_histogram.make_workspace`), the raw predictions, the
+gradients and hessians, and the current tree's partition of its row positions. Nothing
+but histograms, split counts and a few numbers leaves the shard.
+
+The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is one round
+trip. The shard runs the engine's compiled kernels on its rows, unchanged:
+:func:`~silva.engine.gradient_histogram.node_histogram` for a node's local histogram and
+:func:`~silva.engine.partition.partition` to apply a split. Its histogram passes are
+serial (``serial=True``: the same row blocks, one after the other): a Dask worker's
+threads are its parallelism, and in a threaded ``LocalCluster`` several workers share one
+process, where concurrent parallel regions of numba's default threading layer are not
+allowed.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+from silva.engine import gradient_histogram
+from silva.engine.partition import partition
+
+#: What the client learns of one partition before the bin edges: its position, its row
+#: count (rows of positive weight), its labels and their weighted counts (classifiers) or
+#: the weighted sum, minimum and maximum of y (regressors), the largest code of each
+#: categorical feature (-1: none), its total weight and whether every weight is 1.
+PartitionSummary = namedtuple("PartitionSummary", [
+    "index", "n_rows", "labels", "label_counts", "y_sum", "y_min", "y_max",
+    "largest_codes", "weight_sum", "unit_weights"])
+
+#: One partition binned on its worker: its position, feature-major bin codes
+#: (n_features, n_rows), its target as float64 (class indices for classifiers) and its
+#: sample weights.
+BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y", "weight"])
+
+#: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
+#: missing-value side, category flag and left-category bitset; ``left`` and ``right`` are
+#: the children's node ids; ``histogram_child`` the child (0 left, 1 right) whose local
+#: histogram the driver wants back, or -1 for none.
+SplitRequest = namedtuple("SplitRequest", [
+    "node", "feature", "split_bin", "missing_left", "is_categorical", "bitset", "left",
+    "right", "histogram_child"])
+
+
+def validated_partition(template, index, X_part, y_part, w_part, classifier,
+                        drop_zero_weight=True):
+    """``(X, y, weight)`` of one partition, checked on the worker that computes it: X
+    through the template estimator's own ``_prepare_X`` (feature count and names against
+    the collection's), categorical codes, y one-dimensional with X's length (float64 for
+    a regressor), the sample weights (``w_part``, None: ones) by the estimators' own
+    check. Rows of zero weight are dropped, as the single-machine fit drops them. Errors
+    name the partition. An empty partition gives empty arrays (its columns are not
+    checked: the estimator's checks refuse 0 rows)."""
+    from silva import _input
+
+    owner = type(template).__name__
+    if len(X_part) == 0:
+        if len(y_part) != 0:
+            raise ValueError(f"{owner}: partition {index} of X is empty but partition "
+                             f"{index} of y has {len(y_part)} rows: X and y must be "
+                             "partitioned alike.")
+        return np.empty((0, template.n_features_in_)), np.empty(0), np.empty(0)
+    try:
+        X = template._prepare_X(X_part, reset=False)
+    except ValueError as error:
+        raise ValueError(f"{owner}: X partition {index} does not match the collection's "
+                         f"columns: {error}") from None
+    _input.check_categorical_codes(X, template.is_categorical_, template.max_bins,
+                                   getattr(template, "feature_names_in_", None))
+    y = np.asarray(y_part)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"{owner}: partition {index} of X has {X.shape[0]} rows but "
+                         f"partition {index} of y has shape {y.shape}: X and y must be "
+                         "partitioned alike (same number of partitions, same rows in "
+                         "each).")
+    if not classifier:
+        try:
+            y = _input.regression_target(y)
+        except ValueError as error:
+            raise ValueError(f"y partition {index}: {error}") from None
+    weight = np.ones(X.shape[0])
+    if w_part is not None:
+        weight = np.asarray(w_part, dtype=np.float64).reshape(-1)
+        try:
+            if not (weight.shape == (X.shape[0],) and np.all(weight == 0.0)):
+                weight = _input.check_sample_weight(weight, X.shape[0])
+        except ValueError as error:
+            raise ValueError(f"sample_weight partition {index}: {error}") from None
+        positive = weight > 0
+        if drop_zero_weight and not positive.all():
+            X, y, weight = X[positive], y[positive], weight[positive]
+    return X, y, weight
+
+
+def describe_partition(template, index, X_part, y_part, w_part, classifier):
+    """The :class:`PartitionSummary` of one partition (first pass over the data)."""
+    X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
+                                       classifier, drop_zero_weight=False)
+    # The labels of every row, zero weights included (the single-machine estimator takes
+    # its classes before it drops them); everything else from the rows that take part.
+    all_labels = np.unique(y) if classifier else None
+    positive = weight > 0
+    X, y, weight = X[positive], y[positive], weight[positive]
+    columns = X[:, np.flatnonzero(template.is_categorical_)]
+    present = ~np.isnan(columns)
+    largest = np.max(np.where(present, columns, -1.0), axis=0, initial=-1.0)
+    n_rows = X.shape[0]
+    weight_sum = float(np.sum(weight))
+    unit = bool(np.all(weight == 1.0))
+    if classifier:
+        codes = np.searchsorted(all_labels, y)
+        counts = np.bincount(codes, weights=weight, minlength=len(all_labels))
+        return PartitionSummary(index, n_rows, all_labels, counts, 0.0, np.inf, -np.inf,
+                                largest, weight_sum, unit)
+    if n_rows == 0:
+        return PartitionSummary(index, 0, None, None, 0.0, np.inf, -np.inf, largest, 0.0,
+                                unit)
+    return PartitionSummary(index, n_rows, None, None, float(np.sum(weight * y)),
+                            float(y.min()), float(y.max()), largest, weight_sum, unit)
+
+
+def sample_partition(template, index, X_part, y_part, w_part, classifier, n_wanted, seed):
+    """``n_wanted`` rows (of positive weight) of one partition, drawn without
+    replacement (all of them when it has no more), for the bin edges (second pass)."""
+    X, _, _ = validated_partition(template, index, X_part, y_part, w_part, classifier)
+    if n_wanted >= X.shape[0]:
+        return X
+    rng = np.random.default_rng(seed)
+    return X[np.sort(rng.choice(X.shape[0], n_wanted, replace=False))]
+
+
+def bin_partition(template, index, X_part, y_part, w_part, classifier, binner, classes):
+    """One partition binned with the fit's binner, its target encoded (third pass): the
+    raw rows live only while this task runs."""
+    X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
+                                       classifier)
+    y = (np.searchsorted(classes, y) if classes is not None else y).astype(np.float64)
+    return BinnedPartition(index, binner.transform(X), y, weight)
+
+
+class Shard:
+    """A worker's rows and per-row state during one fit (see the module docstring)."""
+
+    def __init__(self, *parts):
+        parts = [p for p in parts if p.y.shape[0] > 0]
+        self.partition_indices = [p.index for p in parts]
+        self.partition_rows = [p.y.shape[0] for p in parts]
+        self.codes = np.ascontiguousarray(np.concatenate([p.codes for p in parts], axis=1))
+        self.y = np.concatenate([p.y for p in parts])
+        self.weight = np.concatenate([p.weight for p in parts])
+        self.n_rows = self.y.shape[0]
+        self.n_features = self.codes.shape[0]
+
+    def setup(self, missing_bin, loss, init_raw, use_hessian, two_lanes):
+        """The grower's workspace on the codes, and the per-row state."""
+        self.missing_bin = int(missing_bin)
+        self.n_bins = self.missing_bin + 1
+        self.workspace = gradient_histogram.make_workspace(self.codes, self.n_bins, 1)
+        self.codes = None  # the workspace holds them (its ``columns``)
+        self.loss = loss
+        n_outputs = loss.n_outputs
+        self.raw = np.asfortranarray(np.tile(init_raw, (self.n_rows, 1)))
+        self.grad = np.empty((self.n_rows, n_outputs), order="F")
+        self.hess = np.empty((self.n_rows, n_outputs), order="F")
+        self.use_hessian = bool(use_hessian)
+        self.two_lanes = bool(two_lanes)
+        self.scratch = np.zeros_like(self.workspace.histograms[0])
+        self.nodes = {}
+        self.column = 0
+        return self.n_rows
+
+    def restore(self, history, n_before_iteration, iteration):
+        """Bring a shard started in the middle of a fit (after a lost worker) to the
+        state of the others: the raw predictions of the trees ``history`` (``(column,
+        table, bitsets, values)`` each, in order), the gradients taken after the first
+        ``n_before_iteration`` of them (the current iteration's start). The trees are
+        walked on the bin codes (:func:`silva.engine.leaf_values.add_leaf_values_binned`):
+        each row gets the same additions, in the same order, as the other shards'."""
+        from silva.engine.leaf_values import leaf_updates
+
+        add_binned = leaf_updates(False)[1]
+        rows = np.arange(self.n_rows, dtype=np.int64)
+        for j, (column, table, bitsets, values) in enumerate(history):
+            if j == n_before_iteration:
+                self._gradients(iteration)
+            add_binned(self.raw, column, rows, self.workspace.codes, table, bitsets,
+                       self.missing_bin, values)
+        if n_before_iteration >= len(history):
+            self._gradients(iteration)
+        return self.n_rows
+
+    def _gradients(self, iteration):
+        self.loss.update_iteration(self.y, self.raw, self.weight)
+        self.loss.gradient_hessian(self.y, self.raw, self.grad, self.hess,
+                                   iteration=iteration)
+
+    # --------------------------------------------------------------- per tree
+    def start_tree(self, column, iteration, pending_splits, leaf_update):
+        """Begin the tree on output ``column``: first finish the previous tree (apply its
+        ``pending_splits``, then add its leaf values, ``leaf_update = (column, nodes,
+        values)``), compute the gradients when ``iteration`` is not None (a new
+        iteration), and return the root's local histogram."""
+        self._apply_splits(pending_splits)
+        if leaf_update is not None:
+            self._add_leaf_values(*leaf_update)
+        if iteration is not None:
+            self._gradients(iteration)
+        self.column = column
+        index = self.workspace.index
+        index[0, :] = np.arange(self.n_rows, dtype=np.int32)
+        self.nodes = {0: (0, 0, self.n_rows)}
+        return self._histogram(0, 0, self.n_rows, fill=True)
+
+    def split(self, requests):
+        """Apply the splits ``requests`` (:class:`SplitRequest`) to this shard's rows, in
+        order; return each one's local left count and the local histograms asked for
+        (one array, stacked in request order)."""
+        n_left = self._apply_splits(requests)
+        wanted = []
+        for request in requests:
+            if request.histogram_child >= 0:
+                child = request.left if request.histogram_child == 0 else request.right
+                half, start, end = self.nodes[child]
+                wanted.append(self._histogram(half, start, end, fill=False))
+        histograms = (np.stack(wanted) if wanted
+                      else np.empty((0, self.n_features, self.n_bins,
+                                     2 if self.two_lanes else 4)))
+        return n_left, histograms
+
+    def finish(self, pending_splits, leaf_update):
+        """The last tree's pending splits and leaf values (keeps the raw predictions
+        whole, for a fit that continues)."""
+        self._apply_splits(pending_splits)
+        if leaf_update is not None:
+            self._add_leaf_values(*leaf_update)
+        return self.n_rows
+
+    def leaf_gradient_sums(self, pending_splits, column, leaves):
+        """Apply ``pending_splits``; return each leaf's ``(sum w g, sum w h)`` over this
+        shard's rows, on gradient column ``column`` (the true hessian)."""
+        self._apply_splits(pending_splits)
+        index = self.workspace.index
+        out = np.zeros((len(leaves), 2))
+        for k, node in enumerate(leaves):
+            half, start, end = self.nodes[node]
+            rows = index[half, start:end]
+            w = self.weight[rows]
+            out[k, 0] = np.dot(w, self.grad[rows, column])
+            out[k, 1] = np.dot(w, self.hess[rows, column])
+        return out
+
+    # ------------------------------------------------------------------ steps
+    def _apply_splits(self, requests):
+        n_left = np.zeros(len(requests), dtype=np.int64)
+        if not requests:
+            return n_left
+        columns = self.workspace.columns
+        work_index = self.workspace.index
+        for k, request in enumerate(requests):
+            half, start, end = self.nodes.pop(request.node)
+            left = partition(columns[request.feature], work_index, half, start, end,
+                             self.missing_bin, request.split_bin, request.missing_left,
+                             request.is_categorical, request.bitset)
+            n_left[k] = left
+            self.nodes[request.left] = (1 - half, start, start + left)
+            self.nodes[request.right] = (1 - half, start + left, end)
+        return n_left
+
+    def _histogram(self, half, start, end, fill):
+        hist = self.scratch
+        workspace = self.workspace
+        statistics = gradient_histogram.GradientStatistics(
+            self.grad, self.hess, np.int64(self.column), self.weight,
+            np.bool_(self.use_hessian), np.bool_(self.two_lanes))
+        parts = workspace.histograms[1:]
+        gradient_histogram.node_histogram(
+            hist, hist, parts, workspace.codes, workspace.index[half], workspace.stats,
+            np.int64(start), np.int64(end), np.int64(self.n_features), np.bool_(False),
+            np.bool_(True), np.bool_(self.two_lanes), statistics, np.bool_(fill))
+        # Only the bins that exist travel (the workspace pads each feature's bins), and
+        # with unit hessians and weights only the gradient and hessian channels (the
+        # count and weight channels are the hessian's): half the bytes.
+        if self.two_lanes:
+            return np.ascontiguousarray(hist[:, :self.n_bins, 1:3])
+        return np.ascontiguousarray(hist[:, :self.n_bins, :])
+
+    def _add_leaf_values(self, column, nodes, values):
+        target = self.raw[:, column]
+        index = self.workspace.index
+        for node, value in zip(nodes, values, strict=True):
+            half, start, end = self.nodes[node]
+            target[index[half, start:end]] += value
