@@ -256,7 +256,7 @@ def _iteration_rows(config, grad, sample_weight, all_rows, rng):
     return in_bag, weight, np.flatnonzero(out_of_bag_mask)
 
 
-def _feature_draws(n_columns, n_features, n_bytree, rng):
+def feature_draws(n_columns, n_features, n_bytree, rng):
     """One ``(feature_mask, seed)`` per output column, drawn in column order."""
     draws = []
     for _ in range(n_columns):
@@ -437,7 +437,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             timings["gradients"] += t1 - t0
             # Every draw from rng in column order, before any tree grows, so that the
             # trees are the same whether they grow one after the other or at once.
-            draws = _feature_draws(n_outputs, n_features, n_bytree, rng)
+            draws = feature_draws(n_outputs, n_features, n_bytree, rng)
             t1 = time.perf_counter()
             grown = grower.grow_all(draws, grad, hess, weight, in_bag, parallel)
             timings["grow"] += time.perf_counter() - t1
@@ -468,7 +468,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             numba.set_num_threads(choice.threads)
 
             t4 = time.perf_counter()
-            results = _evaluate(config, loss, y, raw, sample_weight, evals)
+            results = evaluate_iteration(config, loss, y, raw, sample_weight, evals)
             for data_name, metric_name, value, _ in results:
                 record.evals_result.setdefault(data_name, {}).setdefault(
                     metric_name, []).append(value)
@@ -491,7 +491,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     return record
 
 
-def _evaluate(config, loss, y, raw, sample_weight, evals):
+def evaluate_iteration(config, loss, y, raw, sample_weight, evals):
     """One iteration's ``(data_name, metric, value, higher_is_better)`` results: the
     training set first when recorded, then the evaluation sets in order."""
     metric = config.metric

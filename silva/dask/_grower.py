@@ -11,7 +11,7 @@ with the same bin edges the distributed tree is the single-machine tree:
   feature 0's bins;
 - a node's split: :func:`silva.engine.gradient_splitting.find_best_split` on the summed
   histogram, over the candidates of
-  :func:`silva.engine.gradient_grower._node_candidates` (the same per-node feature draws
+  :func:`silva.engine.gradient_grower.node_candidates` (the same per-node feature draws
   from the tree's seed);
 - growth order: best-first (a heap keyed by ``-gain``, ties to the lower node id) or
   depthwise (a FIFO queue), split until ``max_leaf_nodes`` leaves or no positive gain;
@@ -43,7 +43,7 @@ import numpy as np
 
 from silva.dask._shard import SplitRequest
 from silva.engine.binning import ALL_VALUE_BINS
-from silva.engine.gradient_grower import _left_weight, _new_search_buffers, _node_candidates
+from silva.engine.gradient_grower import left_weight, new_search_buffers, node_candidates
 from silva.engine.gradient_histogram import COUNT_CHANNEL, N_CHANNELS, WEIGHT_CHANNEL
 from silva.engine.gradient_splitting import (
     L1,
@@ -188,7 +188,7 @@ class TreeGrower:
     def grow(self, column, iteration, feature_mask, seed):
         """One tree on gradient column ``column``: ``(table, bitsets)`` as the engine's
         grower returns them (node ``start``/``end`` hold ``0``/the node's row count)."""
-        search = _new_search_buffers(self.n_features, self.missing_bin + 1, self.n_words,
+        search = new_search_buffers(self.n_features, self.missing_bin + 1, self.n_words,
                                      np.uint64(seed))
         self.search = search
         self.feature_mask = feature_mask
@@ -298,7 +298,7 @@ class TreeGrower:
         if not needs_histogram:
             return
         s = self.search
-        n_candidates = _node_candidates(path, self.feature_mask, self.interaction_sets,
+        n_candidates = node_candidates(path, self.feature_mask, self.interaction_sets,
                                         self.features_per_node, s.rng_state, s.candidates)
         gain, feature, split_bin, missing_left = self.find_best_split(
             hist, s.candidates, n_candidates, self.n_value_bins, self.is_categorical,
@@ -315,7 +315,7 @@ class TreeGrower:
         row["left_count"] = s.feature_left[feature, 0]
         row["left_gradient"] = s.feature_left[feature, 1]
         row["left_hessian"] = s.feature_left[feature, 2]
-        row["left_weight"] = _left_weight(
+        row["left_weight"] = left_weight(
             hist[feature], self.n_value_bins[feature], np.int64(self.missing_bin),
             np.int64(split_bin), bool(missing_left), bool(categorical),
             s.feature_bitset[feature])

@@ -326,7 +326,7 @@ class _DaskBoosting:
         history = []  # (column, table, bitsets, values) per tree, to replay on recovery
         for iteration in range(end):
             # The single-machine loop's draws, in its order (see _boosting_loop.boost).
-            draws = _boosting_loop._feature_draws(n_outputs, n_features, n_bytree, rng)
+            draws = _boosting_loop.feature_draws(n_outputs, n_features, n_bytree, rng)
             iteration_trees = []
             for k, (feature_mask, seed) in enumerate(draws):
                 cluster.current_tree = iteration * n_outputs + k
@@ -362,7 +362,7 @@ class _DaskBoosting:
                 for e in evals:
                     e.raw[:, k] += values[tree.apply(e.X)]
             trees.append(iteration_trees)
-            results = _boosting_loop._evaluate(config, loss, None, None, None, evals)
+            results = _boosting_loop.evaluate_iteration(config, loss, None, None, None, evals)
             for data_name, metric_name, value, _ in results:
                 evals_result.setdefault(data_name, {}).setdefault(metric_name,
                                                                   []).append(value)

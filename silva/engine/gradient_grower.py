@@ -110,7 +110,7 @@ GradientRules = namedtuple("GradientRules", [
     "params", "max_depth", "max_leaf_nodes", "depthwise", "features_per_node", "monotonic",
     "interaction_sets"])
 
-#: A tree's split-search buffers (see :func:`_new_search_buffers`).
+#: A tree's split-search buffers (see :func:`new_search_buffers`).
 _SearchBuffers = namedtuple("_SearchBuffers", [
     "candidates", "feature_score", "feature_bin", "feature_missing_left", "feature_left",
     "feature_bitset", "scan_scratch", "rng_state"])
@@ -131,7 +131,7 @@ def gradient_rules(params, max_depth, max_leaf_nodes, depthwise, features_per_no
 
 
 @nb.njit(cache=True)
-def _node_candidates(path_row, feature_mask, interaction_sets, features_per_node, rng_state,
+def node_candidates(path_row, feature_mask, interaction_sets, features_per_node, rng_state,
                      candidates):
     """Features a node may split on, increasing; returns how many."""
     n_features = feature_mask.shape[0]
@@ -190,7 +190,7 @@ def _leaf_samples(table, work_index, sample_indices):
 
 
 @nb.njit(cache=True)
-def _left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categorical,
+def left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categorical,
                  bitset_row):
     """Total weight (channel ``WEIGHT_CHANNEL`` of one feature's histogram ``hist_f``) of
     the samples a split sends left: the bins :func:`~silva.engine.partition.goes_left`
@@ -203,7 +203,7 @@ def _left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categor
 
 
 @nb.njit(cache=True)
-def _new_search_buffers(n_features, n_bins, n_words, seed):
+def new_search_buffers(n_features, n_bins, n_words, seed):
     rng_state = np.empty(1, dtype=np.uint64)
     rng_state[0] = seed
     return _SearchBuffers(
@@ -260,7 +260,7 @@ def _accept_split(row, node_bitset, hist, gain, feature, split_bin, missing_left
     row.split_missing_left = missing_left
     # The scan tracks the left count; the left weight is only reported, so it is summed
     # for the winner alone.
-    row.left_weight = _left_weight(hist[feature], n_value_bins[feature], missing_bin,
+    row.left_weight = left_weight(hist[feature], n_value_bins[feature], missing_bin,
                                    split_bin, missing_left, is_categorical[feature] != 0,
                                    feature_bitset[feature])
     row.left_gradient = feature_left[feature, 1]
@@ -370,7 +370,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     work_index = workspace.index
     n_features = data.n_value_bins.shape[0]
     n_total = sample_indices.shape[0]
-    search = _new_search_buffers(n_features, data.missing_bin + 1, data.n_words, seed)
+    search = new_search_buffers(n_features, data.missing_bin + 1, data.n_words, seed)
     unlimited_leaves = rules.max_leaf_nodes <= 0
     order = BREADTH_FIRST if rules.depthwise else BEST_FIRST
 
@@ -459,7 +459,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
             opened = False
             if pending[p].needs_histogram and row.hist_slot >= 0:
                 hist = pool[row.hist_slot]
-                n_candidates = _node_candidates(paths[node], feature_mask, interaction_sets,
+                n_candidates = node_candidates(paths[node], feature_mask, interaction_sets,
                                                 features_per_node, rng_state, candidates)
                 gain, feature, split_bin, missing_left = find_best_split(
                     hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
