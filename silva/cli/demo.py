@@ -234,7 +234,8 @@ def run_demo(
         Index in ``entries`` of the tree to print; defaults to :data:`SHOWN_ENTRY` (or
         the first entry when there are fewer entries).
     warm_up : bool, default=True
-        Fit each (estimator type, criterion) once on a small slice before timing it.
+        Fit each (estimator type, criterion, dataset) once on a small slice before
+        timing it.
     out : file object, default=None
         Where to print; defaults to ``sys.stdout``.
     plots_dir : path, default=None
@@ -256,7 +257,8 @@ def run_demo(
         shown_entry = SHOWN_ENTRY if SHOWN_ENTRY < len(entries) else 0
 
     datasets: dict[str, Dataset] = {}
-    # The engine compiles one split search per criterion, so warm up per (type, criterion).
+    # The engine compiles one split search per criterion, and boosting one loss per kind
+    # of target (binary, multiclass): warm up per (type, criterion, dataset).
     warmed: set[tuple] = set()
     results: list[dict] = []
     fitted = []
@@ -265,7 +267,7 @@ def run_demo(
             datasets[entry.dataset] = load_dataset(entry.dataset)
         data = datasets[entry.dataset]
         est = entry.factory()
-        compiled_variant = (type(est), getattr(est, "criterion", None))
+        compiled_variant = (type(est), getattr(est, "criterion", None), entry.dataset)
         if warm_up and compiled_variant not in warmed:
             _warm_up(entry.factory, data)
             warmed.add(compiled_variant)
