@@ -390,14 +390,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                                        or loss.renew_leaves_in_newton) else None
     newton_step = config.boosting == "gradient" and line_search is None
 
-    stopper = None
-    every_callback = []
-    if config.early_stopping_rounds is not None:
-        stopper = EarlyStopping(int(config.early_stopping_rounds))
-        every_callback.append(stopper)
-    if config.verbose:
-        every_callback.append(LogEvaluation(int(config.verbose)))
-    every_callback.extend(callbacks or [])
+    stopper, every_callback = iteration_callbacks(config, callbacks)
     metric = config.metric
     if metric is not None:
         if config.record_training:
@@ -489,6 +482,21 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
         del record.trees[record.best_iteration + 1:]
         del record.split_gains[(record.best_iteration + 1) * n_outputs:]
     return record
+
+
+def iteration_callbacks(config, callbacks):
+    """``(stopper, every_callback)``: the built-in early stopping (None without
+    ``early_stopping_rounds``) and logging, then ``callbacks``, in the order they run
+    after each iteration."""
+    stopper = None
+    every_callback = []
+    if config.early_stopping_rounds is not None:
+        stopper = EarlyStopping(int(config.early_stopping_rounds))
+        every_callback.append(stopper)
+    if config.verbose:
+        every_callback.append(LogEvaluation(int(config.verbose)))
+    every_callback.extend(callbacks or [])
+    return stopper, every_callback
 
 
 def evaluate_iteration(config, loss, y, raw, sample_weight, evals):

@@ -52,7 +52,7 @@ from sklearn.utils import check_random_state
 
 from silva import _boosting_loop, _input, metrics
 from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
-from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
+from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.dask import _data
 from silva.dask._grower import Cluster, TreeGrower, WorkerLostError
 from silva.engine import losses
@@ -71,6 +71,18 @@ class _DaskBoosting:
     """The Dask fit shared by both estimators; mixed in before the local class."""
 
     _local_class = None
+
+    def __init__(self, *, client=None, on_worker_loss="recover",
+                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+        super().__init__(bin_subsample=bin_subsample, **params)
+        self.client = client
+        self.on_worker_loss = on_worker_loss
+
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
+            callbacks=None):
+        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
+        (partitioned like X); NaN in X means missing."""
+        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
 
     @classmethod
     def _get_param_names(cls):
@@ -314,14 +326,7 @@ class _DaskBoosting:
         if config.metric is not None:
             for e in evals:
                 evals_result.setdefault(e.name, {config.metric: []})
-        stopper = None
-        every_callback = []
-        if config.early_stopping_rounds is not None:
-            stopper = EarlyStopping(int(config.early_stopping_rounds))
-            every_callback.append(stopper)
-        if config.verbose:
-            every_callback.append(LogEvaluation(int(config.verbose)))
-        every_callback.extend(callbacks or [])
+        stopper, every_callback = _boosting_loop.iteration_callbacks(config, callbacks)
         best_iteration = None
         history = []  # (column, table, bitsets, values) per tree, to replay on recovery
         for iteration in range(end):
@@ -463,18 +468,6 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
 
     _local_class = GradientBoostingRegressor
 
-    def __init__(self, *, client=None, on_worker_loss="recover",
-                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
-        super().__init__(bin_subsample=bin_subsample, **params)
-        self.client = client
-        self.on_worker_loss = on_worker_loss
-
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            callbacks=None):
-        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
-        (partitioned like X); NaN in X means missing."""
-        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
-
     def predict(self, X, iteration_range=None):
         """Predictions; lazy (a dask array or Series) for a dask collection X."""
         return self._dask_or_local("predict", X, iteration_range=iteration_range)
@@ -499,18 +492,6 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     """
 
     _local_class = GradientBoostingClassifier
-
-    def __init__(self, *, client=None, on_worker_loss="recover",
-                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
-        super().__init__(bin_subsample=bin_subsample, **params)
-        self.client = client
-        self.on_worker_loss = on_worker_loss
-
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            callbacks=None):
-        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
-        (partitioned like X); NaN in X means missing."""
-        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
 
     def predict(self, X, iteration_range=None):
         """Most probable class; lazy for a dask collection X."""
