@@ -25,6 +25,7 @@ parent's slot; slots return to a free list as nodes close. Smaller nodes search 
 splits by sorting (see :mod:`silva.engine.splitting`).
 """
 
+import functools
 from collections import namedtuple
 
 import numba as nb
@@ -513,6 +514,7 @@ def grow_tree(data, rules, samples):
     return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
+@functools.cache  # called once per tree: a forest asks 100 times for the same copy
 def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.

@@ -173,6 +173,23 @@ def _split_feature_seen(path_feature, path_zero, path_one, path_weight, base, le
     return 1.0, 1.0
 
 
+@nb.njit(cache=True, inline="always")
+def _path_buffers(slot_size):
+    """One walk's paths: ``slot_size`` slots of ``slot_size`` elements each (feature,
+    zero fraction, one fraction, weight) and each slot's length; a block of rows reuses
+    them."""
+    n = slot_size * slot_size
+    return (np.empty(n, dtype=np.int64), np.empty(n), np.empty(n), np.empty(n),
+            np.empty(slot_size, dtype=np.int64))
+
+
+@nb.njit(cache=True, inline="always")
+def _stack_buffers(stack_size):
+    """One walk's stack of pending nodes: node, level, zero and one fractions, feature."""
+    return (np.empty(stack_size, dtype=np.int64), np.empty(stack_size, dtype=np.int64),
+            np.empty(stack_size), np.empty(stack_size), np.empty(stack_size, dtype=np.int64))
+
+
 # ------------------------------------------------------------------- binary trees
 @nb.njit(cache=True)
 def _reciprocals(n):
@@ -383,16 +400,10 @@ def cart_shap(X, node_offset, children_left, children_right, feature, threshold,
     reciprocal = _reciprocals(slot_size + 1)
     n_blocks = (n_rows + SHAP_ROW_BLOCK - 1) // SHAP_ROW_BLOCK
     for b in nb.prange(n_blocks):
-        path_feature = np.empty(slot_size * slot_size, dtype=np.int64)
-        path_zero = np.empty(slot_size * slot_size)
-        path_one = np.empty(slot_size * slot_size)
-        path_weight = np.empty(slot_size * slot_size)
-        path_length = np.empty(slot_size, dtype=np.int64)
-        stack_node = np.empty(stack_size, dtype=np.int64)
-        stack_level = np.empty(stack_size, dtype=np.int64)
-        stack_zero = np.empty(stack_size)
-        stack_one = np.empty(stack_size)
-        stack_feature = np.empty(stack_size, dtype=np.int64)
+        path_feature, path_zero, path_one, path_weight, path_length = \
+            _path_buffers(slot_size)
+        stack_node, stack_level, stack_zero, stack_one, stack_feature = \
+            _stack_buffers(stack_size)
         stack_condition = np.empty(stack_size)
         first = b * SHAP_ROW_BLOCK
         last = min(n_rows, first + SHAP_ROW_BLOCK)
@@ -425,16 +436,10 @@ def cart_shap_interactions(X, node_offset, children_left, children_right, featur
     reciprocal = _reciprocals(slot_size + 1)
     n_blocks = (n_rows + SHAP_ROW_BLOCK - 1) // SHAP_ROW_BLOCK
     for b in nb.prange(n_blocks):
-        path_feature = np.empty(slot_size * slot_size, dtype=np.int64)
-        path_zero = np.empty(slot_size * slot_size)
-        path_one = np.empty(slot_size * slot_size)
-        path_weight = np.empty(slot_size * slot_size)
-        path_length = np.empty(slot_size, dtype=np.int64)
-        stack_node = np.empty(stack_size, dtype=np.int64)
-        stack_level = np.empty(stack_size, dtype=np.int64)
-        stack_zero = np.empty(stack_size)
-        stack_one = np.empty(stack_size)
-        stack_feature = np.empty(stack_size, dtype=np.int64)
+        path_feature, path_zero, path_one, path_weight, path_length = \
+            _path_buffers(slot_size)
+        stack_node, stack_level, stack_zero, stack_one, stack_feature = \
+            _stack_buffers(stack_size)
         stack_condition = np.empty(stack_size)
         used = np.zeros(n_features, dtype=np.bool_)
         first = b * SHAP_ROW_BLOCK
@@ -511,16 +516,10 @@ def multiway_shap(X, kind, feature, threshold, first_branch, n_branches, branch_
     stack_size = max_depth * (max_children + 1) + 2
     n_blocks = (n_rows + SHAP_ROW_BLOCK - 1) // SHAP_ROW_BLOCK
     for b in nb.prange(n_blocks):
-        path_feature = np.empty(slot_size * slot_size, dtype=np.int64)
-        path_zero = np.empty(slot_size * slot_size)
-        path_one = np.empty(slot_size * slot_size)
-        path_weight = np.empty(slot_size * slot_size)
-        path_length = np.empty(slot_size, dtype=np.int64)
-        stack_node = np.empty(stack_size, dtype=np.int64)
-        stack_level = np.empty(stack_size, dtype=np.int64)
-        stack_zero = np.empty(stack_size)
-        stack_one = np.empty(stack_size)
-        stack_feature = np.empty(stack_size, dtype=np.int64)
+        path_feature, path_zero, path_one, path_weight, path_length = \
+            _path_buffers(slot_size)
+        stack_node, stack_level, stack_zero, stack_one, stack_feature = \
+            _stack_buffers(stack_size)
         stack_virtual = np.empty(stack_size, dtype=np.bool_)
         for i in range(b * SHAP_ROW_BLOCK, min(n_rows, (b + 1) * SHAP_ROW_BLOCK)):
             x = X[i]
