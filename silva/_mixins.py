@@ -12,7 +12,11 @@
 - :class:`ExplainMixin`: ``predict(X, pred_contrib=True)`` and
   ``predict(X, pred_interactions=True)`` of tree models (SHAP values, see
   :mod:`silva.explain`).
+
+and :func:`remembered`, state derived from a fitted model that predictions reuse.
 """
+
+import weakref
 
 import numpy as np
 from sklearn.utils import get_tags
@@ -27,6 +31,25 @@ __all__ = [
     "PredictLogProbaMixin",
 ]
 
+
+
+# Derived prediction state, per estimator: kept out of the estimator's __dict__ so that it
+# never reaches a model file, a clone or a pickle, and dropped with the estimator.
+_REMEMBERED = weakref.WeakKeyDictionary()
+
+
+def remembered(estimator, name, key, compute):
+    """``compute()``, recomputed only when ``key`` differs from the last call's.
+
+    For what a fitted model implies but does not store and every prediction needs (a
+    bagging ensemble's feature draws, say): ``key`` must capture everything ``compute``
+    reads, so that a refit, a warm start or a loaded model recomputes it.
+    """
+    memos = _REMEMBERED.setdefault(estimator, {})
+    entry = memos.get(name)
+    if entry is None or entry[0] != key:
+        entry = memos[name] = (key, compute())
+    return entry[1]
 
 class PredictLogProbaMixin:
     """``predict_log_proba`` for a classifier with ``predict_proba``."""

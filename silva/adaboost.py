@@ -156,6 +156,8 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseE
     def _validated_X(self, X):
         check_is_fitted(self, "estimators_")
         allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
+        if _input.ready_to_predict(self, X, allow_nan=allow_nan):
+            return X
         return validate_data(self, X, reset=False, dtype=np.float64,
                              ensure_all_finite="allow-nan" if allow_nan else True)
 
