@@ -118,6 +118,56 @@ def test_wrong_number_of_features_at_predict(model_class):
         model.predict(X[0])
 
 
+def test_ready_array_skips_validation_and_anything_else_does_not():
+    """Predict takes a C-contiguous float64 array of the fit's width as it is, and sends
+    every other input through scikit-learn's validation: same predictions, same errors,
+    same warnings."""
+    import warnings
+
+    import pandas as pd
+
+    from silva import AdaBoostClassifier, BaggingClassifier
+    from silva._input import ready_to_predict
+
+    model = DecisionTreeClassifier(random_state=0).fit(X, Y_CLASS)
+    assert ready_to_predict(model, X)
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    assert ready_to_predict(model, X_nan)
+    assert not ready_to_predict(model, X_nan, allow_nan=False)
+    X_inf = X.copy()
+    X_inf[1, 2] = np.inf
+    huge = np.full((2, 3), 1e308)  # a sum that overflows, without an infinite value
+    assert ready_to_predict(model, huge)
+    expected = model.predict(X)
+    strided = np.c_[X, X][:, :3]  # a view with the fit's width, not contiguous
+    for other in (X.astype(np.float32), np.asfortranarray(X), X.tolist(), strided):
+        assert not ready_to_predict(model, other)
+        np.testing.assert_array_equal(model.predict(other), expected)
+    assert not ready_to_predict(model, X_inf)
+    assert not ready_to_predict(model, X[:0])
+    assert not ready_to_predict(model, X[:, :2])
+    with pytest.raises(ValueError, match="X has 2 features"):
+        model.predict(X[:, :2])
+    with pytest.raises(ValueError, match="Input X contains infinity"):
+        model.predict(X_inf)
+    # Fitted with column names: a bare array still gets scikit-learn's warning.
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    named = DecisionTreeClassifier(random_state=0).fit(frame, Y_CLASS)
+    assert not ready_to_predict(named, X)
+    with pytest.warns(UserWarning, match="does not have valid feature names"):
+        named.predict(X)
+    # An ensemble whose members refuse NaN refuses it at predict too.
+    from sklearn.linear_model import LogisticRegression
+    ada = AdaBoostClassifier(LogisticRegression(), n_estimators=2).fit(X, Y_CLASS)
+    with pytest.raises(ValueError, match="Input X contains NaN"):
+        ada.predict(X_nan)
+    bag = BaggingClassifier(n_estimators=3, random_state=0).fit(X, Y_CLASS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(bag.predict(X), bag.predict(X.astype(np.float32)))
+
+
 @pytest.mark.parametrize("model_class", BOTH)
 def test_empty_X(model_class):
     with pytest.raises(ValueError, match=r"Found array with 0 sample\(s\)"):
