@@ -155,10 +155,11 @@ class IterationGrower:
     """
 
     def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
-        # Compile only the paths this fit takes: no parallel pass below 2 * BLOCK_ROWS
-        # rows or on one thread, no category scan without categorical features.
-        self.parallel = (n_threads > 1 and workspace.codes.shape[0]
-                         >= 2 * gradient_histogram.BLOCK_ROWS)
+        # Compile only the paths this fit takes: no parallel pass on one thread or below
+        # the smallest node that one takes (see gradient_histogram's FEATURE_PARTS_MIN_ROWS
+        # and BLOCK_ROWS), no category scan without categorical features.
+        self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
+            *workspace.columns.shape)
         self.grow_tree = gg.compiled_gradient_grower(
             parallel=self.parallel, categorical=bool(data.is_categorical.any()))
         self.workspaces = [workspace]
@@ -178,7 +179,8 @@ class IterationGrower:
         try:
             table, bitsets = self.grow_tree(
                 workspace, self.data, self.rules, sample_indices, feature_mask, seed,
-                np.bool_(serial), gradient_histogram.GradientStatistics(
+                np.int64(1 if serial else numba.get_num_threads()),
+                gradient_histogram.GradientStatistics(
                     grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
                     np.bool_(self.two_lanes)))
         finally:

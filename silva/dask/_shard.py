@@ -15,7 +15,7 @@ The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is o
 trip. The shard runs the engine's compiled kernels on its rows, unchanged:
 :func:`~silva.engine.gradient_histogram.node_histogram` for a node's local histogram and
 :func:`~silva.engine.partition.partition` to apply a split. Its histogram passes are
-serial (``serial=True``: the same row blocks, one after the other): a Dask worker's
+serial (``threads=1``: the same row blocks, one after the other): a Dask worker's
 threads are its parallelism, and in a threaded ``LocalCluster`` several workers share one
 process, where concurrent parallel regions of numba's default threading layer are not
 allowed.
@@ -286,7 +286,7 @@ class Shard:
         gradient_histogram.node_histogram(
             hist, hist, parts, workspace.codes, workspace.index[half], workspace.stats,
             np.int64(start), np.int64(end), np.int64(self.n_features), np.bool_(False),
-            np.bool_(True), np.bool_(self.two_lanes), statistics, np.bool_(fill))
+            np.int64(1), np.bool_(self.two_lanes), statistics, np.bool_(fill))
         # Only the bins that exist travel (the workspace pads each feature's bins), and
         # with unit hessians and weights only the gradient and hessian channels (the
         # count and weight channels are the hessian's): half the bytes.

@@ -344,16 +344,17 @@ def _set_children(pending, pending_sums, row, n_left, half, params, monotonic, m
 
 
 @nb.njit(cache=True, nogil=True)
-def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, seed, serial,
+def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, seed, threads,
                        statistics):
     """Grow one tree on the samples ``sample_indices`` (increasing; reordered in place).
 
     ``workspace``: :class:`~silva.engine.gradient_histogram.Workspace` of the fit;
     ``data``, ``rules``: :class:`GradientData`, :class:`GradientRules` (see
     :func:`gradient_data`, :func:`gradient_rules`); ``feature_mask`` (uint8): the tree's
-    colsample_bytree draw; ``seed``: of its per-node feature draws; ``serial``: start no
-    parallel region (the same row blocks run one after the other, so the tree is the
-    same), for trees grown at once in several threads: the call releases the GIL.
+    colsample_bytree draw; ``seed``: of its per-node feature draws; ``threads``: how many
+    threads its histogram passes may use, 1 for no parallel region (the same row blocks
+    run one after the other, so the tree is the same), as for trees grown at once in
+    several threads: the call releases the GIL.
     ``statistics``: :class:`~silva.engine.gradient_histogram.GradientStatistics`; a
     sample's channels are ``(1, w_s g_s, w_s h_s, w_s)``, written into the samples'
     records by the root's histogram pass.
@@ -396,7 +397,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     # (and everything it calls) apart for each literal argument it is given.
     node_histogram(pool[slot], scratch_hist, parts, workspace.codes, work_index[0],
                    workspace.stats, np.int64(0), n_total, n_features, np.bool_(False),
-                   serial, statistics.two_lanes, statistics, np.bool_(True))
+                   threads, statistics.two_lanes, statistics, np.bool_(True))
     pending[0].slot = slot
     # Every sample falls in one bin of feature 0 (the missing bin included).
     for b in range(data.missing_bin + 1):
@@ -501,7 +502,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
                            pool[parent_slot] if subtract else scratch_hist, parts,
                            workspace.codes, work_index[children_half], workspace.stats,
                            pending[smaller].start, pending[smaller].end, n_features,
-                           np.bool_(subtract), serial, statistics.two_lanes, statistics,
+                           np.bool_(subtract), threads, statistics.two_lanes, statistics,
                            np.bool_(False))
         n_pending = 2
         parent = node
@@ -514,8 +515,9 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
 
 def compiled_gradient_grower(parallel=True, categorical=True):
     """:func:`grow_gradient_tree` compiled for the paths a fit takes: ``parallel=False``
-    compiles no parallel histogram pass (a fit of fewer than ``2 * BLOCK_ROWS`` rows
-    never starts one, and with ``serial`` none runs), ``categorical=False`` no category
+    compiles no parallel histogram pass (a fit too small for one, see
+    :func:`~silva.engine.gradient_histogram.has_parallel_passes`, never starts one, and
+    with ``threads=1`` none runs), ``categorical=False`` no category
     scan. Each left-out path is a second or more of a cold first fit; the trees grown
     are the same. Three copies at most (as :func:`silva.engine.grower.compiled_grower`):
     a parallel fit gets the full one."""

@@ -22,8 +22,11 @@ blocks whose number depends only on the node's size; each block sums its own sam
 and the block sums are then added in block order, so results do not depend on the
 number of threads; a smaller node is one serial pass whose sums are those of
 :func:`silva.engine.histogram.build_histogram` (same samples, same order). With
-``serial=True`` (trees grown at once in several threads) no parallel region starts: the
-same blocks run one after the other and are added in the same order.
+``threads=1`` (trees grown at once in several threads) no parallel region starts: the
+same blocks run one after the other and are added in the same order. A node too small
+for row blocks but of at least ``FEATURE_PARTS_MIN_ROWS`` samples is summed by the
+threads, each over all its samples for its own share of the features: the sums of one
+serial pass.
 """
 
 from collections import namedtuple
@@ -63,6 +66,13 @@ WEIGHT_CHANNEL = 3
 # 52 ms. With 16384 the many children of 8,000-32,000 samples were serial passes.
 BLOCK_ROWS = 4096
 MAX_BLOCKS = 16
+# A node too small for row blocks but of at least FEATURE_PARTS_MIN_ROWS samples is
+# summed by every thread over all its samples, each for its own share of at least
+# MIN_PART_FEATURES features (whose sums are then those of one serial pass, bit for bit).
+# Below 2 * BLOCK_ROWS rows every node took that serial pass, so a fit of 5,000-30,000
+# rows grew nearly all its nodes on one thread.
+FEATURE_PARTS_MIN_ROWS = 1024
+MIN_PART_FEATURES = 4
 # Bound to False in the copy serial_node_histogram() makes, which compiles no parallel
 # region: for fits whose passes never start one (fewer than 2 * BLOCK_ROWS rows).
 PARALLEL = True
@@ -174,9 +184,10 @@ def clone_workspace(workspace):
 
 
 def _make_add_sample(lanes):
-    """An intrinsic ``add(hist, codes, sample, stats, source, n_features)``:
-    ``hist[f, codes[sample, f]] += stats.flat[source:source + lanes]`` for every feature
-    ``f < n_features``, one sample's channels added to its bin of each feature with one
+    """An intrinsic ``add(hist, codes, sample, stats, source, first_feature,
+    last_feature)``: ``hist[f, codes[sample, f]] += stats.flat[source:source + lanes]``
+    for every feature ``first_feature <= f < last_feature``, one sample's channels added
+    to its bin of each feature with one
     ``lanes``-wide vector operation each (C-contiguous ``hist`` (n_features, n_bins,
     lanes) float64, ``codes`` (n_samples, width) and ``stats`` float64; lane by lane the
     same additions as scalar ones, in feature order; numba leaves LLVM's SLP vectoriser
@@ -188,11 +199,14 @@ def _make_add_sample(lanes):
     store whose address matched it in the low 12 bits (4K aliasing)."""
 
     @intrinsic
-    def add_sample(typingctx, hist, codes, sample, stats, source, n_features):
-        signature = types.void(hist, codes, sample, stats, source, n_features)
+    def add_sample(typingctx, hist, codes, sample, stats, source, first_feature,
+                   last_feature):
+        signature = types.void(hist, codes, sample, stats, source, first_feature,
+                               last_feature)
 
         def codegen(context, builder, sig, args):
-            hist_value, codes_value, sample_value, stats_value, source_value, count = args
+            (hist_value, codes_value, sample_value, stats_value, source_value, first,
+             last) = args
             hist_array = context.make_array(sig.args[0])(context, builder, hist_value)
             codes_array = context.make_array(sig.args[1])(context, builder, codes_value)
             stats_array = context.make_array(sig.args[3])(context, builder, stats_value)
@@ -204,8 +218,8 @@ def _make_add_sample(lanes):
             n_bins = builder.extract_value(hist_array.shape, 1)
             width = builder.extract_value(codes_array.shape, 1)
             row = builder.gep(codes_array.data, [builder.mul(sample_value, width)])
-            with cgutils.for_range(builder, count) as loop:
-                f = loop.index
+            with cgutils.for_range(builder, builder.sub(last, first)) as loop:
+                f = builder.add(first, loop.index)
                 code = builder.zext(builder.load(builder.gep(row, [f])), int64)
                 entry = builder.mul(builder.add(builder.mul(f, n_bins), code), int64(lanes))
                 pointer = builder.bitcast(builder.gep(hist_array.data, [entry]),
@@ -245,6 +259,14 @@ def _prefetch(typingctx, array, index):
     return signature, codegen
 
 
+def has_parallel_passes(n_features, n_samples):
+    """Whether a tree on ``n_samples`` rows of ``n_features`` features can have a node
+    that :func:`node_histogram` sums in parallel (on several threads)."""
+    return (n_samples >= 2 * BLOCK_ROWS
+            or (n_samples >= 2 * FEATURE_PARTS_MIN_ROWS
+                and n_features >= 2 * MIN_PART_FEATURES))
+
+
 @nb.njit(cache=True, inline="always")
 def _n_blocks(n_rows):
     """Row blocks of a parallel pass over ``n_rows`` rows: a function of the row count
@@ -258,7 +280,18 @@ def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistic
     bin, in that order: all four channels, or with a 2-channel ``hist`` the gradient and
     the hessian only. ``fill``: first write each sample's channels into its record
     (:func:`_fill_sample`)."""
-    hist[:, :, :] = 0.0
+    _histogram_rows_of_features(hist, codes, index, stats, start, end, np.int64(0),
+                                np.int64(n_features), statistics, fill)
+
+
+@nb.njit(cache=True, inline="always")
+def _histogram_rows_of_features(hist, codes, index, stats, start, end, first_feature,
+                                last_feature, statistics, fill):
+    """:func:`_histogram_rows` for the features ``first_feature..last_feature - 1`` only
+    (their rows of ``hist`` zeroed first, the others left alone)."""
+    zeros = hist[first_feature:last_feature].reshape(-1)
+    for e in range(zeros.shape[0]):
+        zeros[e] = 0.0
     width = stats.shape[1]
     first = width - N_CHANNELS
     two_lanes = hist.shape[2] == 2
@@ -274,9 +307,23 @@ def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistic
             _fill_sample(s, statistics, stats)
         if two_lanes:
             _add_sample_two_lanes(hist, codes, s, stats, s * width + first + 1,
-                                  np.int64(n_features))
+                                  first_feature, last_feature)
         else:
-            _add_sample(hist, codes, s, stats, s * width + first, np.int64(n_features))
+            _add_sample(hist, codes, s, stats, s * width + first, first_feature,
+                        last_feature)
+
+
+@nb.njit(cache=True, parallel=True)
+def _histogram_feature_parts(hist, codes, index, stats, start, end, n_features, n_parts,
+                             statistics):
+    """One pass over the node's samples per thread, each thread adding them to its own
+    share of the features: every (feature, bin) gets the samples in the same order as
+    the serial pass, so the sums are those of :func:`_histogram_rows`, bit for bit,
+    whatever the number of threads."""
+    for part in nb.prange(n_parts):
+        _histogram_rows_of_features(
+            hist, codes, index, stats, start, end, part * n_features // n_parts,
+            (part + 1) * n_features // n_parts, statistics, False)
 
 
 @nb.njit(cache=True, inline="always")
@@ -321,11 +368,21 @@ def _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features, 
 
 
 @nb.njit(cache=True)
-def _sum_node(hist, parts, codes, index, stats, start, end, n_features, serial, statistics,
+def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads, statistics,
               fill):
+    serial = threads <= 1
     n_blocks = _n_blocks(end - start)
     if n_blocks == 1:
-        _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics, fill)
+        n_parts = np.int64(min(threads, n_features // MIN_PART_FEATURES))
+        if (PARALLEL and not serial and not fill and n_parts > 1
+                and end - start >= FEATURE_PARTS_MIN_ROWS):
+            # Too few samples for row blocks: the threads share out the features.
+            # (Not when filling records: two threads would write each record.)
+            _histogram_feature_parts(hist, codes, index, stats, start, end, n_features,
+                                     n_parts, statistics)
+        else:
+            _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics,
+                            fill)
     elif PARALLEL and not serial:
         _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features,
                           n_blocks, statistics, fill)
@@ -363,7 +420,7 @@ def _widen(hist):
 
 @nb.njit(cache=True)
 def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_features,
-                   subtract, serial, two_lanes, statistics, fill):
+                   subtract, threads, two_lanes, statistics, fill):
     """The node's histogram ``hist`` (n_features, n_bins, 4) and, with ``subtract``,
     ``parent -= hist`` (the sibling's histogram).
 
@@ -375,8 +432,12 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     adds its samples in order (the sums of
     :func:`silva.engine.histogram.build_histogram`); a larger node is split into row
     blocks, summed in parallel into ``parts`` (at least ``MAX_BLOCKS - 1`` histograms)
-    and then added block after block (with ``serial``, the same blocks one after the
-    other, so the same sums).
+    and then added block after block (with ``threads=1``, the same blocks one after the
+    other, so the same sums). A node of fewer rows but at least
+    ``FEATURE_PARTS_MIN_ROWS`` is summed by ``threads`` threads, each over all the
+    node's samples for its share of the features (the sums of the serial pass).
+    ``threads``: how many threads the passes may use (numba's current number, or 1 for
+    no parallel region at all); the sums never depend on it.
 
     ``two_lanes``: every sample's hessian channel equals its count and weight channels
     (unit sample weights, and a unit hessian, as for squared error, or Friedman's
@@ -394,17 +455,17 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     """
     if two_lanes:
         _sum_node(_two_lane_view(hist), _two_lane_view(parts), codes, index, stats, start,
-                  end, n_features, serial, statistics, fill)
+                  end, n_features, threads, statistics, fill)
         _widen(hist)
     else:
-        _sum_node(hist, parts, codes, index, stats, start, end, n_features, serial,
+        _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads,
                   statistics, fill)
     if subtract:
         _subtract(parent, hist)
 
 
 def serial_node_histogram():
-    """:func:`node_histogram` compiled without its parallel passes (as with ``serial``),
+    """:func:`node_histogram` compiled without its parallel passes (as with ``threads=1``),
     for fits too small for them: a cold first fit then compiles no parallel region."""
     return specialize(node_histogram, "serial",
                       _sum_node=specialize(_sum_node, "serial", PARALLEL=False))

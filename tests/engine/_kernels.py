@@ -160,14 +160,14 @@ def make_gradient_workspace(*, bin_codes, n_bins):
 
 
 def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_features,
-                            subtract, serial, two_lanes, statistics, fill):
+                            subtract, threads, two_lanes, statistics, fill):
     """The gradient grower's histogram pass over ``index[start:end]`` (see
     ``node_histogram``); ``statistics``: ``(gradient, hessian, column, weight,
     use_hessian)``."""
     gradient, hessian, column, weight, use_hessian = statistics
     gradient_histogram.node_histogram(
         hist, parent, workspace["histograms"][5:], workspace["codes"], index,
-        workspace["stats"], start, end, n_features, subtract, serial, two_lanes,
+        workspace["stats"], start, end, n_features, subtract, np.int64(threads), two_lanes,
         gradient_histogram.GradientStatistics(gradient, hessian, column, weight,
                                               use_hessian, two_lanes), fill)
 

@@ -110,14 +110,15 @@ def _reference_histogram(bin_codes, node, channels):
     return hist
 
 
-# One block (serial pass); several blocks run in parallel; the same blocks serially.
-@pytest.mark.parametrize("n_samples,node_size,serial",
-                         [(3000, 1000, False), (120_000, 90_000, False),
-                          (120_000, 90_000, True)])
+# One block (serial pass); one block shared out by features between threads; several
+# blocks run in parallel; the same blocks serially.
+@pytest.mark.parametrize("n_samples,node_size,n_features,threads",
+                         [(3000, 1000, 5, 2), (3000, 1500, 12, 2), (3000, 1500, 12, 3),
+                          (120_000, 90_000, 5, 2), (120_000, 90_000, 5, 1)])
 @pytest.mark.parametrize("two_lanes", [False, True])
 @pytest.mark.parametrize("fill", [False, True])
-def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes, fill):
-    n_features = 5
+def test_node_histogram_and_subtraction(n_samples, node_size, n_features, threads,
+                                        two_lanes, fill):
     workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
                                                   unit_hessian=two_lanes)
     gradient, hessian, _, weight, _ = statistics
@@ -135,7 +136,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
         gradient_node_histogram(
             workspace=workspace, hist=histograms[1], parent=histograms[2],
             index=work_index[0], start=0, end=n_samples, n_features=n_features,
-            subtract=False, serial=False, two_lanes=False, statistics=statistics, fill=True)
+            subtract=False, threads=2, two_lanes=False, statistics=statistics, fill=True)
         np.testing.assert_array_equal(stats[:, -4:], channels)
     node = _node(n_samples, node_size, seed=2)
     work_index[0, :node_size] = node
@@ -144,7 +145,7 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
     parent_before = parent.copy()
     gradient_node_histogram(
         workspace=workspace, hist=hist, parent=parent, index=work_index[0], start=0,
-        end=node_size, n_features=n_features, subtract=True, serial=serial,
+        end=node_size, n_features=n_features, subtract=True, threads=threads,
         two_lanes=two_lanes, statistics=statistics, fill=fill)
     expected = _reference_histogram(bin_codes, node, channels.T)
     assert hist.shape[1] == GRADIENT_HISTOGRAM.padded_bins(MISSING_BIN + 1) > MISSING_BIN + 1
@@ -156,6 +157,13 @@ def test_node_histogram_and_subtraction(n_samples, node_size, serial, two_lanes,
         np.testing.assert_array_equal(hist[:, :, 3], hist[:, :, 2])
     np.testing.assert_array_equal(parent, parent_before - hist)
     np.testing.assert_array_equal(stats[node, -4:], channels[node])
+    # However many threads share the pass, the sums are one serial pass's, bit for bit.
+    serial_hist = np.zeros_like(hist)
+    gradient_node_histogram(
+        workspace=workspace, hist=serial_hist, parent=parent, index=work_index[0], start=0,
+        end=node_size, n_features=n_features, subtract=False, threads=1,
+        two_lanes=two_lanes, statistics=statistics, fill=False)
+    np.testing.assert_array_equal(hist, serial_hist)
 
 
 def test_padded_bins_keep_feature_histograms_off_4k_multiples():

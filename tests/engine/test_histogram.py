@@ -90,7 +90,8 @@ def test_gradient_histogram_pass_equals_the_naive_sums(node_size, serial):
     hist = workspace["histograms"][0]
     gradient_node_histogram(
         workspace=workspace, hist=hist, parent=workspace["histograms"][1], index=index,
-        start=0, end=node_size, n_features=n_features, subtract=False, serial=serial,
+        start=0, end=node_size, n_features=n_features, subtract=False,
+        threads=1 if serial else 2,
         two_lanes=False, statistics=(gradient, hessian, 0, weight, True), fill=True)
     # The four channels: count, weighted gradient, weighted hessian, weight.
     channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
@@ -110,14 +111,14 @@ def test_gradient_row_blocks_give_the_same_bits_in_parallel_and_serially():
                   rng.random(n_samples) + 0.5, True)
     node = _random_node(n_samples, 20_000, seed=8)
     histograms = []
-    for serial in (False, True):
+    for threads in (2, 1):
         workspace = make_gradient_workspace(bin_codes=bin_codes, n_bins=n_bins)
         index = workspace["work_index"][0]
         index[:node.size] = node
         hist = workspace["histograms"][0]
         gradient_node_histogram(
             workspace=workspace, hist=hist, parent=workspace["histograms"][1], index=index,
-            start=0, end=node.size, n_features=n_features, subtract=False, serial=serial,
+            start=0, end=node.size, n_features=n_features, subtract=False, threads=threads,
             two_lanes=False, statistics=statistics, fill=True)
         histograms.append(hist.copy())
     np.testing.assert_array_equal(histograms[0], histograms[1])
