@@ -1,0 +1,320 @@
+"""Learning to rank: per-query gradients of the ranking objectives, and NDCG@k.
+
+Rows are sorted by query; query ``q`` owns rows ``offsets[q]:offsets[q + 1]``. Every
+kernel is compiled with numba and parallel over queries (each query's values depend on
+its own rows only, so the results do not depend on the number of threads). Gradients
+and hessians are unweighted, as for every :mod:`silva.engine.losses` loss: the booster
+multiplies them by the sample weights (a query's weight, repeated on its rows).
+
+Notation for one query: scores ``s_i`` (the raw predictions), relevance labels
+``l_i`` (integers >= 0), gains ``G(l)`` (``label_gain[l]``, by default ``2^l - 1``),
+position discounts ``D(p) = 1 / log2(2 + p)`` for the 0-based position ``p`` of a document
+in the ranking by descending score (ties kept in row order),
+``DCG@k = sum_{p < k} G(l_(p)) D(p)`` and ``NDCG@k = DCG@k / IDCG@k``, the ideal DCG
+being that of the ranking by descending label (Jarvelin & Kekalainen 2002).
+
+Objectives
+----------
+lambdarank (LambdaMART; Burges 2010, "From RankNet to LambdaRank to LambdaMART: An
+Overview", sections 4-7)
+    For every pair of the current ranking at positions ``a < b`` with ``a < k`` (the
+    truncation level: at least the higher-placed document is in the top ``k``) and
+    ``l_hi > l_lo`` (``hi``, ``lo`` the more and the less relevant of the two),
+    ``|dNDCG| = |G(l_hi) - G(l_lo)| |D(a) - D(b)| / IDCG@k`` is the change of NDCG if
+    the two swapped places, ``rho = 1 / (1 + exp(sigma (s_hi - s_lo)))`` RankNet's
+    probability of the wrong order, and the pair adds
+
+    - ``lambda = -sigma |dNDCG| rho`` to the gradient of ``hi`` and ``-lambda`` to
+      that of ``lo`` (section 6: lambdas are RankNet's gradients scaled by the change
+      of the metric);
+    - ``sigma^2 |dNDCG| rho (1 - rho)`` to the hessian of both (section 7: the second
+      derivative of RankNet's cost, scaled the same way, for the Newton step).
+
+    With ``norm`` (LightGBM's ``lambdarank_norm``): each pair's ``|dNDCG|`` is divided
+    by ``0.01 + |s_hi - s_lo|`` (unless every score of the query is the same), so pairs
+    already far apart weigh less; then all the query's gradients and hessians are
+    multiplied by ``log2(1 + S) / S``, ``S = sum over pairs of 2 |lambda|``, so that a
+    query with many pairs does not outweigh the others. A query whose IDCG@k is 0 (no
+    relevant document) has zero gradients.
+
+pairwise (RankNet; Burges 2010, sections 2-3)
+    The same pair terms over every pair of different labels, without ``|dNDCG|``,
+    truncation or normalisation: ``lambda = -sigma rho``, hessian ``sigma^2 rho
+    (1 - rho)``; the loss is ``sum_pairs log(1 + exp(-sigma (s_hi - s_lo)))``.
+
+rank_xendcg (XE-NDCG; Bruch 2021, "An Alternative Cross Entropy Loss for
+Learning-to-Rank", section 4)
+    The cross entropy between the softmax of the scores ``p_i = e^{s_i} / sum_j e^{s_j}``
+    and the target distribution ``t_i = phi_i / sum_j phi_j``, ``phi_i = 2^{l_i} -
+    gamma_i``, with ``gamma_i`` drawn uniformly in [0, 1) afresh every iteration:
+    ``L = -sum_i t_i log p_i``. Since ``sum t = 1``, its gradient is ``p_i - t_i`` and
+    the diagonal of its hessian ``p_i (1 - p_i)``. A query with no relevant document
+    (all labels 0) has zero gradients, as in LightGBM. (LightGBM's ``rank_xendcg`` adds
+    higher-order terms of a series to the first-order gradient; this module keeps the
+    exact derivative of the loss.)
+"""
+
+import numba as nb
+import numpy as np
+
+from silva.engine.losses import Loss
+
+LAMBDARANK = 0
+PAIRWISE = 1
+XENDCG = 2
+
+# NDCG's normalisation of a pair's metric change by the score gap: LightGBM's constant.
+_SCORE_GAP_FLOOR = 0.01
+
+
+@nb.njit(cache=True)
+def position_discounts(n):
+    """``D(p) = 1 / log2(2 + p)`` for positions ``p = 0 .. n - 1``."""
+    out = np.empty(n)
+    for p in range(n):
+        out[p] = 1.0 / np.log2(2.0 + p)
+    return out
+
+
+@nb.njit(cache=True)
+def _ideal_dcg(labels, label_gain, discounts, k):
+    """DCG@k of the ranking by descending label."""
+    ordered = np.sort(labels)[::-1]
+    total = 0.0
+    for p in range(min(k, ordered.shape[0])):
+        total += label_gain[np.int64(ordered[p])] * discounts[p]
+    return total
+
+
+@nb.njit(cache=True)
+def _ranking_by_score(scores):
+    """Positions by descending score, ties in row order (a stable sort)."""
+    return np.argsort(-scores, kind="mergesort")
+
+
+@nb.njit(cache=True, parallel=True)
+def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm, grad,
+                         hess):
+    """LambdaMART's gradients and hessians (see the module docstring) into ``grad`` and
+    ``hess`` (n_rows,); ``truncation`` is ``k``, ``norm`` LightGBM's normalisation."""
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    discounts = position_discounts(max(longest, 1))
+    for q in nb.prange(offsets.shape[0] - 1):
+        start = offsets[q]
+        n = offsets[q + 1] - start
+        for i in range(start, start + n):
+            grad[i] = 0.0
+            hess[i] = 0.0
+        if n < 2:
+            continue
+        labels = y[start:start + n]
+        s = scores[start:start + n]
+        ideal = _ideal_dcg(labels, label_gain, discounts, truncation)
+        if ideal <= 0.0:
+            continue
+        order = _ranking_by_score(s)
+        spread = s[order[0]] != s[order[n - 1]]
+        lambda_total = 0.0
+        for a in range(min(n - 1, truncation)):
+            first = order[a]
+            for b in range(a + 1, n):
+                second = order[b]
+                if labels[first] == labels[second]:
+                    continue
+                if labels[first] > labels[second]:
+                    hi, lo = first, second
+                else:
+                    hi, lo = second, first
+                gap = s[hi] - s[lo]
+                delta = (abs(label_gain[np.int64(labels[hi])]
+                             - label_gain[np.int64(labels[lo])])
+                         * abs(discounts[a] - discounts[b]) / ideal)
+                if norm and spread:
+                    delta /= _SCORE_GAP_FLOOR + abs(gap)
+                wrong = 1.0 / (1.0 + np.exp(sigma * gap))
+                lam = -sigma * delta * wrong
+                curvature = sigma * sigma * delta * wrong * (1.0 - wrong)
+                grad[start + hi] += lam
+                grad[start + lo] -= lam
+                hess[start + hi] += curvature
+                hess[start + lo] += curvature
+                lambda_total -= 2.0 * lam
+        if norm and lambda_total > 0.0:
+            factor = np.log2(1.0 + lambda_total) / lambda_total
+            for i in range(start, start + n):
+                grad[i] *= factor
+                hess[i] *= factor
+
+
+@nb.njit(cache=True, parallel=True)
+def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
+    """RankNet's pairwise logistic gradients and hessians over every pair of different
+    labels of each query (see the module docstring)."""
+    for q in nb.prange(offsets.shape[0] - 1):
+        start = offsets[q]
+        end = offsets[q + 1]
+        for i in range(start, end):
+            grad[i] = 0.0
+            hess[i] = 0.0
+        for i in range(start, end):
+            for j in range(i + 1, end):
+                if y[i] == y[j]:
+                    continue
+                hi, lo = (i, j) if y[i] > y[j] else (j, i)
+                wrong = 1.0 / (1.0 + np.exp(sigma * (scores[hi] - scores[lo])))
+                lam = -sigma * wrong
+                curvature = sigma * sigma * wrong * (1.0 - wrong)
+                grad[hi] += lam
+                grad[lo] -= lam
+                hess[hi] += curvature
+                hess[lo] += curvature
+
+
+@nb.njit(cache=True, parallel=True)
+def xendcg_gradients(y, scores, offsets, gammas, grad, hess):
+    """XE-NDCG's gradients ``p - t`` and hessians ``p (1 - p)`` for the draws
+    ``gammas`` (one per row, in [0, 1)); see the module docstring."""
+    for q in nb.prange(offsets.shape[0] - 1):
+        start = offsets[q]
+        end = offsets[q + 1]
+        relevant = False
+        top = -np.inf
+        for i in range(start, end):
+            grad[i] = 0.0
+            hess[i] = 0.0
+            relevant = relevant or y[i] > 0
+            top = max(top, scores[i])
+        if not relevant or end - start < 2:
+            continue
+        exp_total = 0.0
+        phi_total = 0.0
+        for i in range(start, end):
+            exp_total += np.exp(scores[i] - top)
+            phi_total += 2.0 ** y[i] - gammas[i]
+        for i in range(start, end):
+            p = np.exp(scores[i] - top) / exp_total
+            grad[i] = p - (2.0 ** y[i] - gammas[i]) / phi_total
+            hess[i] = p * (1.0 - p)
+
+
+@nb.njit(cache=True, parallel=True)
+def ndcg_per_query(y, scores, offsets, label_gain, k, out):
+    """``out[q]`` = NDCG@k of query ``q``, its documents ranked by descending score (ties
+    in row order); 1.0 for a query whose ideal DCG is 0 (LightGBM's convention: no
+    ranking of it can be wrong)."""
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    discounts = position_discounts(max(longest, 1))
+    for q in nb.prange(offsets.shape[0] - 1):
+        start = offsets[q]
+        end = offsets[q + 1]
+        labels = y[start:end]
+        ideal = _ideal_dcg(labels, label_gain, discounts, k)
+        if ideal <= 0.0:
+            out[q] = 1.0
+            continue
+        order = _ranking_by_score(scores[start:end])
+        total = 0.0
+        for p in range(min(k, end - start)):
+            total += label_gain[np.int64(labels[order[p]])] * discounts[p]
+        out[q] = total / ideal
+
+
+# ---------------------------------------------------------------- the losses
+def default_label_gain(max_label=30):
+    """LightGBM's default gains ``2^l - 1`` for labels ``0 .. max_label``."""
+    return 2.0 ** np.arange(max_label + 1) - 1.0
+
+
+class RankingLoss(Loss):
+    """A ranking objective for the booster (see :class:`silva.engine.losses.Loss`).
+
+    ``query_offsets`` (int64, rows sorted by query) is set by the estimator for the rows
+    it trains on, and cleared after the fit; the scores start from 0 (only differences
+    within a query matter), and the link is the identity (predictions are scores).
+    """
+
+    objective = LAMBDARANK
+
+    def __init__(self, label_gain, sigma=1.0, truncation=30, norm=True, seed=0):
+        self.name = ("lambdarank", "pairwise", "rank_xendcg")[self.objective]
+        self.label_gain = np.ascontiguousarray(label_gain, dtype=np.float64)
+        self.sigma = float(sigma)
+        self.truncation = int(truncation)
+        self.norm = bool(norm)
+        self.seed = int(seed)
+        self.query_offsets = None
+
+    def check_y(self, y, sample_weight):
+        check_relevance(y, len(self.label_gain), "y")
+
+    def init_raw(self, y, sample_weight):
+        return np.zeros(1)
+
+    def loss(self, y, raw, sample_weight=None):
+        raise ValueError("a ranking objective is evaluated by NDCG (eval_at), not a loss.")
+
+    def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+        scores = np.ascontiguousarray(raw[:, 0])
+        g = np.empty(y.shape[0])
+        h = np.empty(y.shape[0])
+        self._fill(y, scores, g, h, iteration)
+        grad[:, 0] = g
+        hess[:, 0] = h
+
+    def _fill(self, y, scores, grad, hess, iteration):
+        lambdarank_gradients(y, scores, self.query_offsets, self.label_gain, self.sigma,
+                             self.truncation, self.norm, grad, hess)
+
+
+class LambdaRank(RankingLoss):
+    objective = LAMBDARANK
+
+
+class Pairwise(RankingLoss):
+    objective = PAIRWISE
+
+    def _fill(self, y, scores, grad, hess, iteration):
+        pairwise_gradients(y, scores, self.query_offsets, self.sigma, grad, hess)
+
+
+class XENDCG(RankingLoss):
+    objective = XENDCG
+
+    def gammas(self, n_rows, iteration):
+        """The iteration's draws, one per row: a stream of their own per (seed,
+        iteration), so that a warm start continues with the same draws."""
+        return np.random.default_rng([self.seed, iteration]).random(n_rows)
+
+    def _fill(self, y, scores, grad, hess, iteration):
+        xendcg_gradients(y, scores, self.query_offsets, self.gammas(y.shape[0], iteration),
+                         grad, hess)
+
+
+OBJECTIVES = {"lambdarank": LambdaRank, "rank_xendcg": XENDCG, "pairwise": Pairwise}
+
+
+def check_relevance(y, n_gains, what):
+    """ValueError unless every label of ``y`` is an integer in ``[0, n_gains - 1]``."""
+    bad = ~np.isfinite(y) | (y < 0) | (y != np.floor(y))
+    if bad.any():
+        first = np.flatnonzero(bad)[0]
+        raise ValueError(f"{what} must hold relevance labels, integers >= 0; row {first} "
+                         f"has {y[first]!r}.")
+    if y.size and y.max() > n_gains - 1:
+        raise ValueError(f"{what} holds the relevance {int(y.max())}, above the largest "
+                         f"that label_gain covers ({n_gains - 1}); pass a longer "
+                         f"label_gain.")
+
+
+def mean_ndcg(y, scores, offsets, label_gain, k, query_weight=None):
+    """The (query-weighted) mean over queries of NDCG@k (:func:`ndcg_per_query`)."""
+    out = np.empty(offsets.shape[0] - 1)
+    ndcg_per_query(np.ascontiguousarray(y, dtype=np.float64),
+                   np.ascontiguousarray(scores, dtype=np.float64),
+                   np.ascontiguousarray(offsets, dtype=np.int64),
+                   np.ascontiguousarray(label_gain, dtype=np.float64), int(k), out)
+    return float(np.average(out, weights=query_weight))
