@@ -48,7 +48,7 @@ def query_layout(n_rows, group, qid, who):
         if np.any(sizes != np.floor(sizes)) or np.any(sizes < 1):
             bad = np.flatnonzero((sizes != np.floor(sizes)) | (sizes < 1))[0]
             raise ValueError(f"{who}: every group size must be an integer >= 1; group[{bad}]"
-                             f" is {sizes[bad]!r}.")
+                             f" is {sizes[bad]}.")
         sizes = sizes.astype(np.int64)
         if sizes.sum() != n_rows:
             raise ValueError(f"{who}: the group sizes sum to {int(sizes.sum())}, but X has "

@@ -92,6 +92,72 @@ def _ranking_by_score(scores):
     return np.argsort(-scores, kind="mergesort")
 
 
+@nb.njit(cache=True, inline="always")
+def _pair_terms(sigma, gap, delta):
+    """``(lambda, curvature)`` of a pair whose better document leads by ``gap`` and whose
+    metric weight is ``delta``: ``-sigma delta rho`` and ``sigma^2 delta rho (1 - rho)``,
+    ``rho = 1 / (1 + exp(sigma gap))``."""
+    # The C library's exp: this loop does not vectorise (it scatters into position b),
+    # and vector_exp.exp, made for vectorised loops, was 3 times slower here.
+    wrong = 1.0 / (1.0 + np.exp(sigma * gap))
+    return -sigma * delta * wrong, sigma * sigma * delta * wrong * (1.0 - wrong)
+
+
+@nb.njit(cache=True)
+def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm, grad,
+                      hess):
+    """One query's lambdarank gradients and hessians (rows in their own order)."""
+    n = labels.shape[0]
+    for i in range(n):
+        grad[i] = 0.0
+        hess[i] = 0.0
+    if n < 2:
+        return
+    ideal = _ideal_dcg(labels, label_gain, discounts, truncation)
+    if ideal <= 0.0:
+        return
+    # Work in ranked order, so that position b's values are contiguous; a pair of equal
+    # labels needs no branch: its gains are equal, so its delta is 0.
+    order = _ranking_by_score(s)
+    ranked_score = s[order]
+    ranked_gain = np.empty(n)
+    for p in range(n):
+        ranked_gain[p] = label_gain[np.int64(labels[order[p]])]
+    ranked_label = labels[order]
+    ranked_grad = np.zeros(n)
+    ranked_hess = np.zeros(n)
+    divide_by_gap = norm and ranked_score[0] != ranked_score[n - 1]
+    lambda_total = 0.0
+    for a in range(min(n - 1, truncation)):
+        score_a = ranked_score[a]
+        gain_a = ranked_gain[a]
+        label_a = ranked_label[a]
+        discount_a = discounts[a]
+        grad_a = 0.0
+        hess_a = 0.0
+        for b in range(a + 1, n):
+            # +1 when a is the more relevant of the pair, -1 otherwise (0 pairs vanish).
+            sign = 1.0 if label_a > ranked_label[b] else -1.0
+            gap = sign * (score_a - ranked_score[b])
+            delta = (abs(gain_a - ranked_gain[b]) * abs(discount_a - discounts[b]) / ideal)
+            if divide_by_gap:
+                delta /= _SCORE_GAP_FLOOR + abs(gap)
+            lam, curvature = _pair_terms(sigma, gap, delta)
+            grad_a += sign * lam
+            ranked_grad[b] -= sign * lam
+            hess_a += curvature
+            ranked_hess[b] += curvature
+            lambda_total -= 2.0 * lam
+        ranked_grad[a] += grad_a
+        ranked_hess[a] += hess_a
+    factor = 1.0
+    if norm and lambda_total > 0.0:
+        factor = np.log2(1.0 + lambda_total) / lambda_total
+    for p in range(n):
+        grad[order[p]] = ranked_grad[p] * factor
+        hess[order[p]] = ranked_hess[p] * factor
+
+
 @nb.njit(cache=True, parallel=True)
 def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm, grad,
                          hess):
@@ -103,49 +169,9 @@ def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm
     discounts = position_discounts(max(longest, 1))
     for q in nb.prange(offsets.shape[0] - 1):
         start = offsets[q]
-        n = offsets[q + 1] - start
-        for i in range(start, start + n):
-            grad[i] = 0.0
-            hess[i] = 0.0
-        if n < 2:
-            continue
-        labels = y[start:start + n]
-        s = scores[start:start + n]
-        ideal = _ideal_dcg(labels, label_gain, discounts, truncation)
-        if ideal <= 0.0:
-            continue
-        order = _ranking_by_score(s)
-        spread = s[order[0]] != s[order[n - 1]]
-        lambda_total = 0.0
-        for a in range(min(n - 1, truncation)):
-            first = order[a]
-            for b in range(a + 1, n):
-                second = order[b]
-                if labels[first] == labels[second]:
-                    continue
-                if labels[first] > labels[second]:
-                    hi, lo = first, second
-                else:
-                    hi, lo = second, first
-                gap = s[hi] - s[lo]
-                delta = (abs(label_gain[np.int64(labels[hi])]
-                             - label_gain[np.int64(labels[lo])])
-                         * abs(discounts[a] - discounts[b]) / ideal)
-                if norm and spread:
-                    delta /= _SCORE_GAP_FLOOR + abs(gap)
-                wrong = 1.0 / (1.0 + np.exp(sigma * gap))
-                lam = -sigma * delta * wrong
-                curvature = sigma * sigma * delta * wrong * (1.0 - wrong)
-                grad[start + hi] += lam
-                grad[start + lo] -= lam
-                hess[start + hi] += curvature
-                hess[start + lo] += curvature
-                lambda_total -= 2.0 * lam
-        if norm and lambda_total > 0.0:
-            factor = np.log2(1.0 + lambda_total) / lambda_total
-            for i in range(start, start + n):
-                grad[i] *= factor
-                hess[i] *= factor
+        end = offsets[q + 1]
+        _lambdarank_query(y[start:end], scores[start:end], label_gain, discounts, sigma,
+                          truncation, norm, grad[start:end], hess[start:end])
 
 
 @nb.njit(cache=True, parallel=True)
@@ -159,17 +185,19 @@ def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
             grad[i] = 0.0
             hess[i] = 0.0
         for i in range(start, end):
+            grad_i = 0.0
+            hess_i = 0.0
             for j in range(i + 1, end):
-                if y[i] == y[j]:
-                    continue
-                hi, lo = (i, j) if y[i] > y[j] else (j, i)
-                wrong = 1.0 / (1.0 + np.exp(sigma * (scores[hi] - scores[lo])))
-                lam = -sigma * wrong
-                curvature = sigma * sigma * wrong * (1.0 - wrong)
-                grad[hi] += lam
-                grad[lo] -= lam
-                hess[hi] += curvature
-                hess[lo] += curvature
+                # +1 when i is the more relevant, -1 when j is, 0 for equal labels.
+                sign = np.float64(y[i] > y[j]) - np.float64(y[i] < y[j])
+                lam, curvature = _pair_terms(sigma, sign * (scores[i] - scores[j]),
+                                             sign * sign)
+                grad_i += sign * lam
+                grad[j] -= sign * lam
+                hess_i += curvature
+                hess[j] += curvature
+            grad[i] += grad_i
+            hess[i] += hess_i
 
 
 @nb.njit(cache=True, parallel=True)
@@ -303,7 +331,7 @@ def check_relevance(y, n_gains, what):
     if bad.any():
         first = np.flatnonzero(bad)[0]
         raise ValueError(f"{what} must hold relevance labels, integers >= 0; row {first} "
-                         f"has {y[first]!r}.")
+                         f"has {y[first]}.")
     if y.size and y.max() > n_gains - 1:
         raise ValueError(f"{what} holds the relevance {int(y.max())}, above the largest "
                          f"that label_gain covers ({n_gains - 1}); pass a longer "
