@@ -92,10 +92,8 @@ def _fit_silva(train, test, threads, warm_up):
         n_estimators=N_ITER, max_leaf_nodes=LEAVES, learning_rate=LR,
         min_samples_leaf=MIN_LEAF, max_bins=BINS,
         lambdarank_truncation_level=TRUNCATION, random_state=0)
-    if warm_up:
-        X, y, sizes = train
-        small = sizes[:20]
-        model.set_params(n_estimators=2).fit(X[:small.sum()], y[:small.sum()], group=small)
+    if warm_up:  # compile on the same data: large data takes the parallel copies
+        model.set_params(n_estimators=2).fit(*train[:2], group=train[2])
         model.set_params(n_estimators=N_ITER)
     start = time.perf_counter()
     model.fit(*train[:2], group=train[2])

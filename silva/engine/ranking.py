@@ -93,14 +93,24 @@ def _ranking_by_score(scores):
 
 
 @nb.njit(cache=True, inline="always")
-def _pair_terms(sigma, gap, delta):
-    """``(lambda, curvature)`` of a pair whose better document leads by ``gap`` and whose
-    metric weight is ``delta``: ``-sigma delta rho`` and ``sigma^2 delta rho (1 - rho)``,
-    ``rho = 1 / (1 + exp(sigma gap))``."""
-    # The C library's exp: this loop does not vectorise (it scatters into position b),
-    # and vector_exp.exp, made for vectorised loops, was 3 times slower here.
-    wrong = 1.0 / (1.0 + np.exp(sigma * gap))
-    return -sigma * delta * wrong, sigma * sigma * delta * wrong * (1.0 - wrong)
+def _wrong_order_probability(sigma, gap, weight_hi, weight_lo):
+    """RankNet's ``rho = 1 / (1 + exp(sigma gap))`` for a pair whose better document
+    leads by ``gap``, from the per-document ``weight_i = exp(-sigma (s_i - s_min))``
+    (``s_min`` the query's lowest score): ``rho = weight_hi / (weight_hi + weight_lo)``,
+    a division in place of an exp per pair (the pair loop's main cost). When both
+    weights underflow (scores more than ~745 / sigma above the lowest), the exp."""
+    total = weight_hi + weight_lo
+    if total > 0.0:
+        return weight_hi / total
+    return 1.0 / (1.0 + np.exp(sigma * gap))
+
+
+@nb.njit(cache=True)
+def _score_weights(scores, sigma, lowest):
+    out = np.empty(scores.shape[0])
+    for i in range(scores.shape[0]):
+        out[i] = np.exp(-sigma * (scores[i] - lowest))
+    return out
 
 
 @nb.njit(cache=True)
@@ -116,10 +126,10 @@ def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm,
     ideal = _ideal_dcg(labels, label_gain, discounts, truncation)
     if ideal <= 0.0:
         return
-    # Work in ranked order, so that position b's values are contiguous; a pair of equal
-    # labels needs no branch: its gains are equal, so its delta is 0.
+    # Work in ranked order, so that position b's values are contiguous.
     order = _ranking_by_score(s)
     ranked_score = s[order]
+    ranked_weight = _score_weights(ranked_score, sigma, ranked_score[n - 1])
     ranked_gain = np.empty(n)
     for p in range(n):
         ranked_gain[p] = label_gain[np.int64(labels[order[p]])]
@@ -127,22 +137,32 @@ def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm,
     ranked_grad = np.zeros(n)
     ranked_hess = np.zeros(n)
     divide_by_gap = norm and ranked_score[0] != ranked_score[n - 1]
+    inverse_ideal = 1.0 / ideal
     lambda_total = 0.0
     for a in range(min(n - 1, truncation)):
         score_a = ranked_score[a]
         gain_a = ranked_gain[a]
         label_a = ranked_label[a]
+        weight_a = ranked_weight[a]
         discount_a = discounts[a]
         grad_a = 0.0
         hess_a = 0.0
         for b in range(a + 1, n):
-            # +1 when a is the more relevant of the pair, -1 otherwise (0 pairs vanish).
-            sign = 1.0 if label_a > ranked_label[b] else -1.0
-            gap = sign * (score_a - ranked_score[b])
-            delta = (abs(gain_a - ranked_gain[b]) * abs(discount_a - discounts[b]) / ideal)
+            if label_a == ranked_label[b]:
+                continue
+            if label_a > ranked_label[b]:  # a is the more relevant of the pair
+                sign = 1.0
+                wrong = _wrong_order_probability(sigma, score_a - ranked_score[b], weight_a,
+                                                 ranked_weight[b])
+            else:
+                sign = -1.0
+                wrong = _wrong_order_probability(sigma, ranked_score[b] - score_a,
+                                                 ranked_weight[b], weight_a)
+            delta = abs(gain_a - ranked_gain[b]) * abs(discount_a - discounts[b]) * inverse_ideal
             if divide_by_gap:
-                delta /= _SCORE_GAP_FLOOR + abs(gap)
-            lam, curvature = _pair_terms(sigma, gap, delta)
+                delta /= _SCORE_GAP_FLOOR + abs(score_a - ranked_score[b])
+            lam = -sigma * delta * wrong
+            curvature = sigma * sigma * delta * wrong * (1.0 - wrong)
             grad_a += sign * lam
             ranked_grad[b] -= sign * lam
             hess_a += curvature
@@ -184,14 +204,28 @@ def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
         for i in range(start, end):
             grad[i] = 0.0
             hess[i] = 0.0
+        if end - start < 2:
+            continue
+        lowest = scores[start]
+        for i in range(start, end):
+            lowest = min(lowest, scores[i])
+        weight = _score_weights(scores[start:end], sigma, lowest)
         for i in range(start, end):
             grad_i = 0.0
             hess_i = 0.0
             for j in range(i + 1, end):
-                # +1 when i is the more relevant, -1 when j is, 0 for equal labels.
-                sign = np.float64(y[i] > y[j]) - np.float64(y[i] < y[j])
-                lam, curvature = _pair_terms(sigma, sign * (scores[i] - scores[j]),
-                                             sign * sign)
+                if y[i] == y[j]:
+                    continue
+                if y[i] > y[j]:
+                    sign = 1.0
+                    wrong = _wrong_order_probability(sigma, scores[i] - scores[j],
+                                                     weight[i - start], weight[j - start])
+                else:
+                    sign = -1.0
+                    wrong = _wrong_order_probability(sigma, scores[j] - scores[i],
+                                                     weight[j - start], weight[i - start])
+                lam = -sigma * wrong
+                curvature = sigma * sigma * wrong * (1.0 - wrong)
                 grad_i += sign * lam
                 grad[j] -= sign * lam
                 hess_i += curvature
