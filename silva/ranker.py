@@ -258,7 +258,7 @@ class GradientBoostingRanker(BaseGradientBoosting):
                                  evals=[e for e, _, _ in evals], record=record,
                                  callbacks=callbacks, model=self, label=type(self).__name__)
         finally:
-            loss.query_offsets = None  # the training queries are not part of the model
+            loss.end_fit()
         self.best_iteration_ = record.best_iteration
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)

@@ -92,17 +92,29 @@ def _ranking_by_score(scores):
     return np.argsort(-scores, kind="mergesort")
 
 
+# Below this sum of a pair's two weights, its square underflows: the pair takes the exp.
+_TINY_WEIGHT_SUM = 1e-150
+
+
 @nb.njit(cache=True, inline="always")
-def _wrong_order_probability(sigma, gap, weight_hi, weight_lo):
-    """RankNet's ``rho = 1 / (1 + exp(sigma gap))`` for a pair whose better document
-    leads by ``gap``, from the per-document ``weight_i = exp(-sigma (s_i - s_min))``
-    (``s_min`` the query's lowest score): ``rho = weight_hi / (weight_hi + weight_lo)``,
-    a division in place of an exp per pair (the pair loop's main cost). When both
-    weights underflow (scores more than ~745 / sigma above the lowest), the exp."""
+def _pair_terms(sigma, metric_change, gap_divisor, gap, weight_hi, weight_lo):
+    """``(lambda, curvature)`` of a pair: ``-sigma m rho`` and ``sigma^2 m rho (1 - rho)``
+    with ``m = metric_change / gap_divisor`` and RankNet's ``rho = 1 / (1 + exp(sigma
+    gap))``, ``gap`` the better document's lead.
+
+    ``rho`` comes from the per-document ``weight_i = exp(-sigma (s_i - s_min))`` (``s_min``
+    the query's lowest score): ``rho = w_hi / (w_hi + w_lo)`` and ``rho (1 - rho) = w_hi
+    w_lo / (w_hi + w_lo)^2``, so a pair costs one division and no exp (the exp and two
+    divisions were most of the pair loop's time). When the weights are too small for
+    their square (scores more than ~345 / sigma above the query's lowest), the exp.
+    """
     total = weight_hi + weight_lo
-    if total > 0.0:
-        return weight_hi / total
-    return 1.0 / (1.0 + np.exp(sigma * gap))
+    if total > _TINY_WEIGHT_SUM:
+        scale = sigma * metric_change * weight_hi / (gap_divisor * total * total)
+        return -scale * total, sigma * scale * weight_lo
+    wrong = 1.0 / (1.0 + np.exp(sigma * gap))
+    change = metric_change / gap_divisor
+    return -sigma * change * wrong, sigma * sigma * change * wrong * (1.0 - wrong)
 
 
 @nb.njit(cache=True)
@@ -114,35 +126,55 @@ def _score_weights(scores, sigma, lowest):
 
 
 @nb.njit(cache=True)
-def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm, grad,
-                      hess):
-    """One query's lambdarank gradients and hessians (rows in their own order)."""
+def _rerank(scores, order):
+    """Sort ``order`` (local row numbers) by descending score, ties by row number: the
+    same ranking as a stable sort, found by insertion from the previous iteration's
+    ranking, which one tree changes little (linear time when nothing moves)."""
+    for p in range(1, order.shape[0]):
+        row = order[p]
+        score = scores[row]
+        q = p - 1
+        while q >= 0 and (scores[order[q]] < score
+                          or (scores[order[q]] == score and order[q] > row)):
+            order[q + 1] = order[q]
+            q -= 1
+        order[q + 1] = row
+
+
+@nb.njit(cache=True)
+def _lambdarank_query(labels, s, label_gain, inverse_ideal, discounts, sigma, truncation,
+                      norm, order, scratch, grad, hess):
+    """One query's lambdarank gradients and hessians (rows in their own order);
+    ``order`` is its ranking of the last call (updated here), ``scratch`` (6, n) work
+    space, ``inverse_ideal`` 1 / IDCG@k (0 when IDCG is 0)."""
     n = labels.shape[0]
     for i in range(n):
         grad[i] = 0.0
         hess[i] = 0.0
-    if n < 2:
+    if n < 2 or inverse_ideal == 0.0:
         return
-    ideal = _ideal_dcg(labels, label_gain, discounts, truncation)
-    if ideal <= 0.0:
-        return
+    _rerank(s, order)
     # Work in ranked order, so that position b's values are contiguous.
-    order = _ranking_by_score(s)
-    ranked_score = s[order]
-    ranked_weight = _score_weights(ranked_score, sigma, ranked_score[n - 1])
-    ranked_gain = np.empty(n)
+    ranked_score = scratch[0]
+    ranked_weight = scratch[1]
+    ranked_label = scratch[2]
+    ranked_gain = scratch[3]
+    ranked_grad = scratch[4]
+    ranked_hess = scratch[5]
+    lowest = s[order[n - 1]]
     for p in range(n):
-        ranked_gain[p] = label_gain[np.int64(labels[order[p]])]
-    ranked_label = labels[order]
-    ranked_grad = np.zeros(n)
-    ranked_hess = np.zeros(n)
-    divide_by_gap = norm and ranked_score[0] != ranked_score[n - 1]
-    inverse_ideal = 1.0 / ideal
+        ranked_score[p] = s[order[p]]
+        ranked_weight[p] = np.exp(-sigma * (ranked_score[p] - lowest))
+        ranked_label[p] = labels[order[p]]
+        ranked_gain[p] = label_gain[np.int64(ranked_label[p])]
+        ranked_grad[p] = 0.0
+        ranked_hess[p] = 0.0
+    divide_by_gap = norm and ranked_score[0] != lowest
     lambda_total = 0.0
     for a in range(min(n - 1, truncation)):
         score_a = ranked_score[a]
-        gain_a = ranked_gain[a]
         label_a = ranked_label[a]
+        gain_a = ranked_gain[a]
         weight_a = ranked_weight[a]
         discount_a = discounts[a]
         grad_a = 0.0
@@ -150,19 +182,18 @@ def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm,
         for b in range(a + 1, n):
             if label_a == ranked_label[b]:
                 continue
+            change = (abs(gain_a - ranked_gain[b]) * abs(discount_a - discounts[b])
+                      * inverse_ideal)
+            distance = abs(score_a - ranked_score[b])
+            divisor = _SCORE_GAP_FLOOR + distance if divide_by_gap else 1.0
             if label_a > ranked_label[b]:  # a is the more relevant of the pair
                 sign = 1.0
-                wrong = _wrong_order_probability(sigma, score_a - ranked_score[b], weight_a,
-                                                 ranked_weight[b])
+                lam, curvature = _pair_terms(sigma, change, divisor, score_a - ranked_score[b],
+                                             weight_a, ranked_weight[b])
             else:
                 sign = -1.0
-                wrong = _wrong_order_probability(sigma, ranked_score[b] - score_a,
-                                                 ranked_weight[b], weight_a)
-            delta = abs(gain_a - ranked_gain[b]) * abs(discount_a - discounts[b]) * inverse_ideal
-            if divide_by_gap:
-                delta /= _SCORE_GAP_FLOOR + abs(score_a - ranked_score[b])
-            lam = -sigma * delta * wrong
-            curvature = sigma * sigma * delta * wrong * (1.0 - wrong)
+                lam, curvature = _pair_terms(sigma, change, divisor, ranked_score[b] - score_a,
+                                             ranked_weight[b], weight_a)
             grad_a += sign * lam
             ranked_grad[b] -= sign * lam
             hess_a += curvature
@@ -179,19 +210,60 @@ def _lambdarank_query(labels, s, label_gain, discounts, sigma, truncation, norm,
 
 
 @nb.njit(cache=True, parallel=True)
-def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm, grad,
-                         hess):
-    """LambdaMART's gradients and hessians (see the module docstring) into ``grad`` and
-    ``hess`` (n_rows,); ``truncation`` is ``k``, ``norm`` LightGBM's normalisation."""
+def inverse_ideal_dcg(y, offsets, label_gain, k):
+    """``1 / IDCG@k`` per query (0 for a query whose IDCG is 0): labels do not change
+    between iterations, so lambdarank computes these once per fit."""
     longest = 0
     for q in range(offsets.shape[0] - 1):
         longest = max(longest, offsets[q + 1] - offsets[q])
     discounts = position_discounts(max(longest, 1))
+    out = np.zeros(offsets.shape[0] - 1)
+    for q in nb.prange(offsets.shape[0] - 1):
+        ideal = _ideal_dcg(y[offsets[q]:offsets[q + 1]], label_gain, discounts, k)
+        if ideal > 0.0:
+            out[q] = 1.0 / ideal
+    return out
+
+
+def initial_ranking(offsets):
+    """Each query's rows in their own order (local row numbers): the ranking of equal
+    scores, where boosting starts."""
+    sizes = np.diff(offsets)
+    return (np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)).astype(np.int64)
+
+
+@nb.njit(cache=True, parallel=True)
+def _lambdarank_kernel(y, scores, offsets, label_gain, inverse_ideal, order, sigma,
+                       truncation, norm, grad, hess):
+    longest = 0
+    for q in range(offsets.shape[0] - 1):
+        longest = max(longest, offsets[q + 1] - offsets[q])
+    discounts = position_discounts(max(longest, 1))
+    scratch = np.empty((6, scores.shape[0]))
     for q in nb.prange(offsets.shape[0] - 1):
         start = offsets[q]
         end = offsets[q + 1]
-        _lambdarank_query(y[start:end], scores[start:end], label_gain, discounts, sigma,
-                          truncation, norm, grad[start:end], hess[start:end])
+        _lambdarank_query(y[start:end], scores[start:end], label_gain, inverse_ideal[q],
+                          discounts, sigma, truncation, norm, order[start:end],
+                          scratch[:, start:end], grad[start:end], hess[start:end])
+
+
+def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm, grad,
+                         hess, inverse_ideal=None, order=None):
+    """LambdaMART's gradients and hessians (see the module docstring) into ``grad`` and
+    ``hess`` (n_rows,); ``truncation`` is ``k``, ``norm`` LightGBM's normalisation.
+
+    A booster passes the fit's ``inverse_ideal`` (:func:`inverse_ideal_dcg`) and
+    ``order`` (:func:`initial_ranking` at first, then updated in place: each query's
+    ranking by score, which the next iteration starts its sort from); without them they
+    are made here for this call.
+    """
+    if inverse_ideal is None:
+        inverse_ideal = inverse_ideal_dcg(y, offsets, label_gain, truncation)
+    if order is None:
+        order = initial_ranking(offsets)
+    _lambdarank_kernel(y, scores, offsets, label_gain, inverse_ideal, order, float(sigma),
+                       int(truncation), bool(norm), grad, hess)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -218,14 +290,12 @@ def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
                     continue
                 if y[i] > y[j]:
                     sign = 1.0
-                    wrong = _wrong_order_probability(sigma, scores[i] - scores[j],
-                                                     weight[i - start], weight[j - start])
+                    lam, curvature = _pair_terms(sigma, 1.0, 1.0, scores[i] - scores[j],
+                                                 weight[i - start], weight[j - start])
                 else:
                     sign = -1.0
-                    wrong = _wrong_order_probability(sigma, scores[j] - scores[i],
-                                                     weight[j - start], weight[i - start])
-                lam = -sigma * wrong
-                curvature = sigma * sigma * wrong * (1.0 - wrong)
+                    lam, curvature = _pair_terms(sigma, 1.0, 1.0, scores[j] - scores[i],
+                                                 weight[j - start], weight[i - start])
                 grad_i += sign * lam
                 grad[j] -= sign * lam
                 hess_i += curvature
@@ -309,6 +379,7 @@ class RankingLoss(Loss):
         self.norm = bool(norm)
         self.seed = int(seed)
         self.query_offsets = None
+        self._fit_state = None  # lambdarank: 1 / IDCG per query, the last ranking
 
     def check_y(self, y, sample_weight):
         check_relevance(y, len(self.label_gain), "y")
@@ -328,8 +399,18 @@ class RankingLoss(Loss):
         hess[:, 0] = h
 
     def _fill(self, y, scores, grad, hess, iteration):
+        if self._fit_state is None:
+            self._fit_state = (
+                inverse_ideal_dcg(y, self.query_offsets, self.label_gain, self.truncation),
+                initial_ranking(self.query_offsets))
         lambdarank_gradients(y, scores, self.query_offsets, self.label_gain, self.sigma,
-                             self.truncation, self.norm, grad, hess)
+                             self.truncation, self.norm, grad, hess, *self._fit_state)
+
+    def end_fit(self):
+        """Forget the training queries and what was computed from them: they are not
+        part of the model."""
+        self.query_offsets = None
+        self._fit_state = None
 
 
 class LambdaRank(RankingLoss):
