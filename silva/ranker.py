@@ -320,9 +320,16 @@ class GradientBoostingRanker(BaseGradientBoosting):
         return X, y, offsets_t, weights[kept], [validation]
 
     # ------------------------------------------------------------ predict
-    def predict(self, X, iteration_range=None):
+    def predict(self, X, iteration_range=None, pred_contrib=False, pred_interactions=False):
         """Ranking scores, one per row (higher ranks first within a query), from
-        iterations ``[first, last)`` (default all)."""
+        iterations ``[first, last)`` (default all).
+
+        ``pred_contrib=True`` returns SHAP values of the score instead and
+        ``pred_interactions=True`` SHAP interaction values (see :mod:`silva.explain`);
+        with either, ``iteration_range`` must be None (all iterations).
+        """
+        if pred_contrib or pred_interactions:
+            return self._explain(X, pred_interactions, iteration_range)
         return self._raw_predict(X, iteration_range)[:, 0]
 
     def staged_predict(self, X):
