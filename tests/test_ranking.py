@@ -70,6 +70,9 @@ def _brute_lambdarank(labels, scores, gain, sigma, k, norm):
 
 QUERY_LABELS = np.array([3.0, 0.0, 2.0, 1.0, 0.0, 2.0])
 QUERY_SCORES = np.array([0.1, 0.9, -0.3, 0.4, 0.4, 1.2])  # a tie at 0.4
+# Scores hundreds apart: exp(-sigma (s - s_min)) underflows, and the kernels' pair
+# probability from those weights must give way to the exp (math.exp still fits here).
+FAR_SCORES = np.array([0.0, 300.0, 600.0, 650.0, 10.0, 310.0])
 
 
 @pytest.mark.parametrize("truncation", [30, 2, 1])
@@ -86,6 +89,61 @@ def test_lambdarank_equals_brute_force_over_pairs(truncation, norm, sigma):
     np.testing.assert_allclose(hess, want_hess, rtol=1e-12, atol=1e-15)
     assert grad[0] < 0  # the most relevant document is pushed up
     assert np.all(hess >= 0)
+
+
+@pytest.mark.parametrize("norm", [True, False])
+def test_lambdarank_far_apart_scores(norm):
+    grad = np.empty(6)
+    hess = np.empty(6)
+    ranking.lambdarank_gradients(QUERY_LABELS, FAR_SCORES, _offsets([6]), GAIN, 1.0, 30,
+                                 norm, grad, hess)
+    want_grad, want_hess = _brute_lambdarank(list(QUERY_LABELS), list(FAR_SCORES), GAIN, 1.0,
+                                             30, norm)
+    assert np.all(np.isfinite(grad)) and np.all(np.isfinite(hess))
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hess, want_hess, rtol=1e-10, atol=1e-12)
+
+
+def test_lambdarank_keeps_each_querys_ranking_between_calls():
+    """The booster passes 1/IDCG and the previous ranking, re-sorted by insertion: the
+    same gradients as from scratch, whatever ranking it starts from."""
+    offsets = _offsets([6, 6])
+    labels = np.concatenate([QUERY_LABELS, QUERY_LABELS[::-1]])
+    inverse_ideal = ranking.inverse_ideal_dcg(labels, offsets, GAIN, 30)
+    order = ranking.initial_ranking(offsets)
+    np.testing.assert_array_equal(order, np.tile(np.arange(6), 2))
+    rng = np.random.RandomState(0)
+    for scores in [np.zeros(12), rng.normal(size=12), rng.normal(size=12).round(1),
+                   -np.arange(12.0)]:
+        grad, hess, fresh_grad, fresh_hess = (np.empty(12) for _ in range(4))
+        ranking.lambdarank_gradients(labels, scores, offsets, GAIN, 1.0, 30, True, grad,
+                                     hess, inverse_ideal, order)
+        ranking.lambdarank_gradients(labels, scores, offsets, GAIN, 1.0, 30, True,
+                                     fresh_grad, fresh_hess)
+        np.testing.assert_array_equal(grad, fresh_grad)
+        np.testing.assert_array_equal(hess, fresh_hess)
+        for q in range(2):  # order holds each query's stable ranking by descending score
+            local = scores[6 * q:6 * q + 6]
+            np.testing.assert_array_equal(order[6 * q:6 * q + 6],
+                                          np.argsort(-local, kind="stable"))
+
+
+def test_pairwise_far_apart_scores_equal_brute_force():
+    grad = np.empty(6)
+    hess = np.empty(6)
+    ranking.pairwise_gradients(QUERY_LABELS, FAR_SCORES, _offsets([6]), 1.0, grad, hess)
+    want_grad = np.zeros(6)
+    want_hess = np.zeros(6)
+    for i in range(6):
+        for j in range(6):
+            if QUERY_LABELS[i] > QUERY_LABELS[j]:
+                rho = 1 / (1 + math.exp(FAR_SCORES[i] - FAR_SCORES[j]))
+                want_grad[i] -= rho
+                want_grad[j] += rho
+                want_hess[i] += rho * (1 - rho)
+                want_hess[j] += rho * (1 - rho)
+    np.testing.assert_allclose(grad, want_grad, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hess, want_hess, rtol=1e-10, atol=1e-12)
 
 
 def test_lambdarank_several_queries_and_no_relevant_document():
