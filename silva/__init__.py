@@ -22,6 +22,7 @@ _LAZY_NAMES = {
     "ExtraTreesClassifier": "silva.forest",
     "ExtraTreesRegressor": "silva.forest",
     "GradientBoostingClassifier": "silva.boosting",
+    "GradientBoostingRanker": "silva.ranker",
     "GradientBoostingRegressor": "silva.boosting",
     "ID3Classifier": "silva.classic",
     "RandomForestClassifier": "silva.forest",
@@ -51,6 +52,7 @@ __all__ = [  # spelled out for static analysers; tests check it against _LAZY_NA
     "ExtraTreesClassifier",
     "ExtraTreesRegressor",
     "GradientBoostingClassifier",
+    "GradientBoostingRanker",
     "GradientBoostingRegressor",
     "ID3Classifier",
     "RandomForestClassifier",
@@ -89,6 +91,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see ordinary imports
     )
     from silva.inspection import permutation_importance
     from silva.persistence import load
+    from silva.ranker import GradientBoostingRanker
     from silva.stacking import StackingClassifier, StackingRegressor
     from silva.voting import VotingClassifier, VotingRegressor
 

@@ -81,6 +81,10 @@ class BoostingConfig(NamedTuple):
     record_training: bool  # also evaluate the training set
     early_stopping_rounds: int | None
     verbose: int  # log every ``verbose`` iterations and show progress; 0: silent
+    # Replaces the per-set metric when not None: ``evaluator(raw, evals,
+    # record_training)`` returns the iteration's results (the ranker's NDCG@k per query
+    # needs each set's queries, which a metric of (y, raw, weight) does not see).
+    evaluator: object = None
 
 
 @dataclass
@@ -507,6 +511,8 @@ def evaluate_iteration(config, loss, y, raw, sample_weight, evals):
     metric = config.metric
     if metric is None:
         return []
+    if config.evaluator is not None:
+        return config.evaluator(raw, evals, config.record_training)
     results = []
     if config.record_training:
         value, higher = metrics.evaluate(metric, config.scoring, loss, y, raw, sample_weight)

@@ -10,6 +10,8 @@ regressors and log loss for classifiers); strings are the names in
 which is what :class:`silva.callbacks.EarlyStopping` needs to compare iterations.
 """
 
+import numbers
+
 import numpy as np
 
 from silva.engine import losses
@@ -88,3 +90,37 @@ def auc(y, score, weight):
         area += pos_here * (neg_below + 0.5 * neg_here)
         neg_below += neg_here
     return area / (total_pos * total_neg)
+
+
+def ndcg_score(y_true, y_score, *, group=None, qid=None, k=10, label_gain=None,
+               sample_weight=None):
+    """Mean NDCG@k over queries (Jarvelin & Kekalainen 2002), as LightGBM's ``ndcg@k``.
+
+    Each query's documents are ranked by descending ``y_score`` (ties in row order);
+    ``DCG@k = sum_{p < k} label_gain[y_(p)] / log2(2 + p)`` over the 0-based positions
+    ``p``, divided by the DCG@k of the ranking by descending label. A query whose ideal
+    DCG is 0 (no relevant document) scores 1.0, as in LightGBM. Queries are given by
+    exactly one of ``group`` (sizes of consecutive queries) and ``qid`` (an id per row);
+    ``label_gain`` defaults to ``2^l - 1``; ``sample_weight`` holds one weight per query
+    (in the order of ``group``, or of the sorted distinct ``qid``) and weights the mean.
+
+    Unlike :func:`sklearn.metrics.ndcg_score`, whose gain is the label itself and which
+    averages tied scores, this uses ``label_gain`` and breaks ties by row order.
+    """
+    from silva._queries import query_layout, query_weights
+    from silva.engine import ranking
+
+    y_true = np.asarray(y_true, dtype=np.float64)
+    y_score = np.asarray(y_score, dtype=np.float64)
+    if y_true.ndim != 1 or y_true.shape != y_score.shape:
+        raise ValueError(f"ndcg_score: y_true and y_score must be 1-d of the same length; "
+                         f"got shapes {y_true.shape} and {y_score.shape}.")
+    gain = ranking.default_label_gain() if label_gain is None else np.asarray(
+        label_gain, dtype=np.float64)
+    ranking.check_relevance(y_true, len(gain), "ndcg_score: y_true")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"ndcg_score: k must be an int >= 1; got {k!r}.")
+    layout = query_layout(y_true.shape[0], group, qid, "ndcg_score")
+    weights = query_weights(sample_weight, layout.n_queries, "ndcg_score")
+    return ranking.mean_ndcg(layout.sort(y_true), layout.sort(y_score), layout.offsets,
+                             gain, k, weights)

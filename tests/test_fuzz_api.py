@@ -310,8 +310,13 @@ def test_fuzz_estimator(name, data):
     _run_example(name, data)
 
 
+# Rankers are left out: their fit needs queries (group= or qid=) and relevance labels,
+# which the examples here do not make; tests/test_ranking.py checks their bad input.
+NOT_FUZZED = {"GradientBoostingRanker"}
+
+
 def test_every_public_estimator_is_fuzzed():
     public = {name for name in silva.__all__
               if isinstance(getattr(silva, name), type) and hasattr(getattr(silva, name),
                                                                    "fit")}
-    assert public == set(FACTORIES)
+    assert public - NOT_FUZZED == set(FACTORIES)
