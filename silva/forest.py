@@ -46,6 +46,7 @@ from silva.engine.forest import iter_grown_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
 from silva.inspection import encoded_target
+from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -488,11 +489,12 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
                      margins=margins)
 
 
-class ForestRegressor(RegressorMixin, BaseForest):
+class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
     """Fit and prediction of the regression forests."""
 
     _tree_class = DecisionTreeRegressor
     _keeps_leaf_samples = True
+    _interval_methods = ("jackknife+", "jackknife+-minmax", "quantile")
 
     def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
@@ -548,6 +550,17 @@ class ForestRegressor(RegressorMixin, BaseForest):
         self.oob_prediction_ = prediction
         self.oob_score_ = r2_score(y[covered], prediction[covered])
         self.oob_curve_ = curve
+
+    # What predict_interval's jackknife+ reads (see silva.intervals): nothing is stored
+    # for it beyond the out-of-bag predictions, the targets and the trees' seeds.
+    def _member_predictions(self, X):
+        return self._packed.tree_values(X)[:, :, 0]
+
+    def _out_of_bag_indicator(self):
+        return self._inbag_mask(self._fit_signature[0]) == 0
+
+    def _oob_residuals(self):
+        return np.abs(self._y_train - self.oob_prediction_)
 
     def predict(self, X, return_std=False, pred_contrib=False, pred_interactions=False):
         """Mean of the trees' predictions; with ``return_std``, also their standard deviation.
