@@ -56,11 +56,12 @@ __all__ = [
 _CHUNK_BYTES = 64 * 2**20
 
 
-def check_confidence(confidence, owner):
-    """``confidence`` as a float in (0, 1), else a ValueError naming ``owner``."""
+def check_confidence(confidence, where):
+    """``confidence`` as a float in (0, 1), else a ValueError naming ``where`` (the
+    estimator's method)."""
     if (isinstance(confidence, bool | np.bool_) or not isinstance(confidence, numbers.Real)
             or not 0.0 < float(confidence) < 1.0):
-        raise ValueError(f"{owner}.predict_interval: confidence must be a number in (0, 1) "
+        raise ValueError(f"{where}: confidence must be a number in (0, 1) "
                          f"(0.9 for a 90% interval); got {confidence!r}.")
     return float(confidence)
 
@@ -166,7 +167,7 @@ class JackknifeIntervalMixin:
         rows); training rows drawn into every member's sample are left out.
         """
         name = type(self).__name__
-        confidence = check_confidence(confidence, name)
+        confidence = check_confidence(confidence, f"{name}.predict_interval")
         if method not in self._interval_methods:
             raise ValueError(f"{name}.predict_interval: method must be one of "
                              f"{list(self._interval_methods)}; got {method!r}.")
