@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 from silva import _boosting_loop, _input, metrics
 from silva._boosting_loop import BoostingConfig, BoostingRecord, EvalSet
 from silva._mixins import ExplainMixin
+from silva._nothing_learned import boosting_root_reason, warn_nothing_learned
 from silva.engine import losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.gradient_splitting import (
@@ -275,6 +276,12 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)
         self._packed = _boosting_loop.pack(self.estimators_, loss.n_outputs)
+        if self._packed.node_offset[-1] == self._packed.n_trees:  # every tree one leaf
+            warn_nothing_learned(
+                f"{type(self).__name__} grew no split in any of its {self.n_iter_} "
+                "iterations",
+                boosting_root_reason(self, X, y, sample_weight, loss, self.init_raw_),
+                stacklevel=3)
         return self
 
     def _continues_fit(self):

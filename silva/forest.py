@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
 from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
+from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
@@ -239,6 +240,14 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             view = self._packed.tree(t)  # the fitted trees view the one packed copy
             self._grown_trees[t].tree = view
             self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
+        if self._packed.node_offset[-1] == self._packed.n_trees:  # every tree one leaf
+            # One warning for the forest, not one per tree; the reason is read on the
+            # whole training set (a bootstrap sample holds fewer distinct rows).
+            reason = (f"ccp_alpha={self.ccp_alpha} pruned every tree to its root"
+                      if self.ccp_alpha > 0 else
+                      cart_root_reason(template, X, y_float, sample_weight, params))
+            warn_nothing_learned(f"every tree of {type(self).__name__} stopped at its "
+                                 "root", reason, stacklevel=3)
         if self.oob_score:
             self._compute_oob(X, y, sample_weight)
         else:
