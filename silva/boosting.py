@@ -685,7 +685,9 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
             raise ValueError(f"{name}.calibrate_intervals(method='cqr') fits two quantile "
                              "models: pass the training rows as X_train and y_train (the "
                              "rows given to fit, not the calibration rows).")
-        alpha = 1.0 - confidence
+        # Rounded so that confidence=0.8 asks for the 0.1 quantile, not 0.09999999999999998
+        # (1 - 0.8 in floating point), which can pick another order statistic.
+        alpha = round(1.0 - confidence, 12)
         bounds = []
         for level in (alpha / 2, 1.0 - alpha / 2):
             quantile_model = type(self)(**self.get_params(deep=False))

@@ -172,7 +172,7 @@ class JackknifeIntervalMixin:
             raise ValueError(f"{name}.predict_interval: method must be one of "
                              f"{list(self._interval_methods)}; got {method!r}.")
         if method == "quantile":
-            alpha = 1.0 - confidence
+            alpha = round(1.0 - confidence, 12)  # 0.1, not 1 - 0.9 = 0.09999999999999998
             return self.predict_quantiles(X, (alpha / 2, 1.0 - alpha / 2))
         if not self.bootstrap:
             raise ValueError(f"{name}.predict_interval(method={method!r}) needs "
