@@ -676,7 +676,11 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         if X_cal.shape[0] == 0:
             raise ValueError(f"{name}.calibrate_intervals needs at least one calibration "
                              "row.")
-        conformal = self.__dict__.setdefault("_conformal", {})
+        conformal = self.__dict__.get("_conformal")
+        if conformal is None or conformal.get("trees") is not self._packed:
+            # The scores belong to these trees (a later fit, Dask's included, packs new
+            # ones); the model file keeps the shared reference.
+            conformal = self.__dict__["_conformal"] = {"trees": self._packed}
         if method == "split":
             conformal["split"] = np.abs(y_cal - self.predict(X_cal))
             return self
@@ -715,10 +719,12 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         if method not in ("split", "cqr"):
             raise ValueError(f"{name}.predict_interval: method must be 'split' or 'cqr'; "
                              f"got {method!r}.")
-        calibration = getattr(self, "_conformal", {}).get(method)
-        if calibration is None:
+        conformal = getattr(self, "_conformal", {})
+        calibration = conformal.get(method)
+        if calibration is None or conformal.get("trees") is not self._packed:
             raise ValueError(f"{name}.predict_interval(method={method!r}) needs "
-                             f"calibration scores: call calibrate_intervals(X_cal, y_cal, "
+                             f"calibration scores of the fitted trees (a new fit forgets "
+                             f"them): call calibrate_intervals(X_cal, y_cal, "
                              f"method={method!r}) on held-out rows first.")
         if method == "split":
             center = self.predict(X)
