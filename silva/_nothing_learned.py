@@ -48,8 +48,11 @@ def cart_root_reason(estimator, X, y, sample_weight, params, pruned_from=1):
             return (f"prune='reduced_error' pruned the tree ({pruned_from} nodes) to its "
                     "root: no split lowered the error on the held-out rows "
                     f"(validation_fraction={estimator.validation_fraction})")
-        return (f"ccp_alpha={getattr(estimator, 'ccp_alpha_', estimator.ccp_alpha)} pruned "
-                f"the tree ({pruned_from} nodes) to its root; lower ccp_alpha")
+        alpha = getattr(estimator, "ccp_alpha_", estimator.ccp_alpha)
+        chosen = (f"ccp_alpha='cv' chose {alpha:.4g}, which" if estimator.ccp_alpha == "cv"
+                  else f"ccp_alpha={alpha}")
+        return (f"{chosen} pruned the tree ({pruned_from} nodes) to its root; lower "
+                "ccp_alpha")
     leaf = params["min_samples_leaf"]
     if n < 2 * leaf:
         return (f"min_samples_leaf={estimator.min_samples_leaf} leaves no room for two "

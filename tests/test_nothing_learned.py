@@ -134,3 +134,12 @@ def test_the_warning_points_at_the_callers_fit():
     with pytest.warns(NothingLearnedWarning) as record:
         RandomForestRegressor(n_estimators=2, min_samples_leaf=4).fit(LECTURE_X, LECTURE_Y)
     assert record[0].filename == __file__
+
+
+def test_cross_validated_pruning_to_the_root_names_the_chosen_alpha():
+    rng = np.random.RandomState(0)
+    X, y = rng.rand(80, 3), rng.rand(80)  # noise: cross-validation prunes everything
+    model, messages = nothing_learned_messages(
+        lambda: DecisionTreeRegressor(ccp_alpha="cv", random_state=0).fit(X, y))
+    assert model.tree_.node_count == 1
+    assert len(messages) == 1 and "ccp_alpha='cv' chose inf, which pruned" in messages[0]
