@@ -25,6 +25,7 @@ _LAZY_NAMES = {
     "GradientBoostingRanker": "silva.ranker",
     "GradientBoostingRegressor": "silva.boosting",
     "ID3Classifier": "silva.classic",
+    "NothingLearnedWarning": "silva.exceptions",
     "RandomForestClassifier": "silva.forest",
     "RandomForestRegressor": "silva.forest",
     "StackingClassifier": "silva.stacking",
@@ -55,6 +56,7 @@ __all__ = [  # spelled out for static analysers; tests check it against _LAZY_NA
     "GradientBoostingRanker",
     "GradientBoostingRegressor",
     "ID3Classifier",
+    "NothingLearnedWarning",
     "RandomForestClassifier",
     "RandomForestRegressor",
     "StackingClassifier",
@@ -79,6 +81,7 @@ if TYPE_CHECKING:  # static analysers and IDEs see ordinary imports
     from silva.boosting import GradientBoostingClassifier, GradientBoostingRegressor
     from silva.classic import C45Classifier, ID3Classifier
     from silva.decision_tree import DecisionTreeClassifier, DecisionTreeRegressor
+    from silva.exceptions import NothingLearnedWarning
     from silva.export import export_graphviz, export_text
     from silva.export_json import dump_json
     from silva.export_onnx import to_onnx

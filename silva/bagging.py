@@ -48,6 +48,7 @@ from silva._mixins import (
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine.binning import MAX_BINS_LIMIT
+from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -234,7 +235,8 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
         if self.oob_score:
             self._compute_oob(X, y)
         else:
-            for name in ("oob_score_", "oob_decision_function_", "oob_prediction_"):
+            for name in ("oob_score_", "oob_decision_function_", "oob_prediction_",
+                         "_oob_abs_residuals"):
                 self.__dict__.pop(name, None)
         return self
 
@@ -426,7 +428,7 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         self.oob_score_ = accuracy_score(y[covered], np.argmax(decision[covered], axis=1))
 
 
-class BaggingRegressor(RegressorMixin, BaseBagging):
+class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
     """A bagging regressor (Breiman 1996) around any scikit-learn regressor.
 
     Parameters are those of :class:`BaggingClassifier` without ``voting``; the default
@@ -482,6 +484,21 @@ class BaggingRegressor(RegressorMixin, BaseBagging):
         prediction[covered] = total[covered] / counts[covered]
         self.oob_prediction_ = prediction
         self.oob_score_ = r2_score(y[covered], prediction[covered])
+        # For predict_interval's jackknife+ (NaN where no member left the row out).
+        self._oob_abs_residuals = np.abs(y - prediction)
+
+    # What predict_interval's jackknife+ reads (see silva.intervals).
+    def _member_predictions(self, X):
+        return np.column_stack([
+            np.asarray(member.predict(X[:, features]), dtype=np.float64).ravel()
+            for member, features in zip(self.estimators_, self.estimators_features_,
+                                        strict=True)])
+
+    def _out_of_bag_indicator(self):
+        return np.array([self._draw(seed)[0] == 0 for seed in self._seeds])
+
+    def _oob_residuals(self):
+        return self._oob_abs_residuals
 
 
 def oob_covered(counts, minimum):

@@ -44,6 +44,7 @@ from sklearn.utils.validation import check_is_fitted
 from silva import _boosting_loop, _input, metrics
 from silva._boosting_loop import BoostingConfig, BoostingRecord, EvalSet
 from silva._mixins import ExplainMixin
+from silva._nothing_learned import boosting_root_reason, warn_nothing_learned
 from silva.engine import losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
 from silva.engine.gradient_splitting import (
@@ -55,6 +56,7 @@ from silva.engine.gradient_splitting import (
     MIN_SPLIT_GAIN,
     N_PARAMS,
 )
+from silva.intervals import check_confidence, split_conformal_quantile
 from silva.persistence import PersistenceMixin
 
 _UNLIMITED_DEPTH = 2**31 - 1
@@ -249,6 +251,8 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
         X = self._training_X(X)
         y = self._check_y_shape(y, X.shape[0])
         y, n_classes = encode_y(y)
+        # Conformity scores describe the model they were computed for.
+        self.__dict__.pop("_conformal", None)
         sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
         checked = self._check_params(X.shape[1])
         loss = self._checked_loss(y, sample_weight, n_classes)
@@ -272,6 +276,12 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)
         self._packed = _boosting_loop.pack(self.estimators_, loss.n_outputs)
+        if self._packed.node_offset[-1] == self._packed.n_trees:  # every tree one leaf
+            warn_nothing_learned(
+                f"{type(self).__name__} grew no split in any of its {self.n_iter_} "
+                "iterations",
+                boosting_root_reason(self, X, y, sample_weight, loss, self.init_raw_),
+                stacklevel=3)
         return self
 
     def _continues_fit(self):
@@ -631,6 +641,103 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
         """Predictions after each iteration."""
         for raw in self._staged_raw(X):
             yield self._loss.link(raw)[:, 0]
+
+    # ------------------------------------------------------------- intervals
+    def calibrate_intervals(self, X_cal, y_cal, *, method="split", confidence=0.9,
+                            X_train=None, y_train=None):
+        """Compute the conformity scores that :meth:`predict_interval` needs.
+
+        Conformal intervals for boosting need rows the model did not learn from. Rather
+        than hold out a hidden part of ``fit``'s data (which would change every model
+        fitted with the defaults), the held-out rows are the caller's: fit on one part,
+        calibrate on another, as ``sklearn.model_selection.train_test_split`` makes them.
+
+        - ``method="split"`` (split conformal, Lei et al. 2018, Algorithm 2): the
+          absolute residuals ``|y_cal - predict(X_cal)|`` of this fitted model. Any
+          ``confidence`` can be asked of ``predict_interval`` afterwards (this
+          ``confidence`` is not used).
+        - ``method="cqr"`` (conformalized quantile regression, Romano, Patterson &
+          Candès 2019): fits two more models with this model's parameters,
+          ``loss="quantile"`` and ``alpha`` = ``(1 - confidence) / 2`` and
+          ``(1 + confidence) / 2``, on ``(X_train, y_train)`` (the rows this model was
+          fitted on), and scores the calibration rows by
+          ``max(q_lo(x) - y, y - q_hi(x))``. Its intervals adapt their width to x;
+          ``predict_interval`` must then ask for the same ``confidence``.
+
+        Both may be calibrated on one model; a new ``fit`` forgets them. Returns self.
+        """
+        check_is_fitted(self, "estimators_")
+        name = type(self).__name__
+        if method not in ("split", "cqr"):
+            raise ValueError(f"{name}.calibrate_intervals: method must be 'split' or "
+                             f"'cqr'; got {method!r}.")
+        X_cal = self._prepare_X(X_cal, reset=False)
+        y_cal = self._encode_target(self._check_y_shape(y_cal, X_cal.shape[0]))
+        if X_cal.shape[0] == 0:
+            raise ValueError(f"{name}.calibrate_intervals needs at least one calibration "
+                             "row.")
+        conformal = self.__dict__.get("_conformal")
+        if conformal is None or conformal.get("trees") is not self._packed:
+            # The scores belong to these trees (a later fit, Dask's included, packs new
+            # ones); the model file keeps the shared reference.
+            conformal = self.__dict__["_conformal"] = {"trees": self._packed}
+        if method == "split":
+            conformal["split"] = np.abs(y_cal - self.predict(X_cal))
+            return self
+        confidence = check_confidence(confidence, f"{name}.calibrate_intervals")
+        if X_train is None or y_train is None:
+            raise ValueError(f"{name}.calibrate_intervals(method='cqr') fits two quantile "
+                             "models: pass the training rows as X_train and y_train (the "
+                             "rows given to fit, not the calibration rows).")
+        # Rounded so that confidence=0.8 asks for the 0.1 quantile, not 0.09999999999999998
+        # (1 - 0.8 in floating point), which can pick another order statistic.
+        alpha = round(1.0 - confidence, 12)
+        bounds = []
+        for level in (alpha / 2, 1.0 - alpha / 2):
+            quantile_model = type(self)(**self.get_params(deep=False))
+            quantile_model.set_params(loss="quantile", alpha=level, warm_start=False)
+            bounds.append(quantile_model.fit(X_train, y_train))
+        lower, upper = (model.predict(X_cal) for model in bounds)
+        conformal["cqr"] = {"confidence": confidence, "lower_model": bounds[0],
+                            "upper_model": bounds[1],
+                            "scores": np.maximum(lower - y_cal, y_cal - upper)}
+        return self
+
+    def predict_interval(self, X, confidence=0.9, method="split"):
+        """Prediction intervals at level ``confidence``: an (n_samples, 2) array of
+        [lower, upper], covering a new y with probability at least ``confidence`` when
+        the calibration rows and the new row are exchangeable.
+
+        Needs :meth:`calibrate_intervals` with the same ``method`` first. ``"split"``:
+        ``predict(X) -/+ Q``, Q the ``ceil((n + 1) confidence)``-th smallest of the ``n``
+        calibration residuals (infinite when that rank exceeds ``n``). ``"cqr"``: the two
+        quantile models' predictions widened (or narrowed) by the same rank of the CQR
+        scores. See :mod:`silva.intervals`.
+        """
+        name = type(self).__name__
+        confidence = check_confidence(confidence, f"{name}.predict_interval")
+        if method not in ("split", "cqr"):
+            raise ValueError(f"{name}.predict_interval: method must be 'split' or 'cqr'; "
+                             f"got {method!r}.")
+        conformal = getattr(self, "_conformal", {})
+        calibration = conformal.get(method)
+        if calibration is None or conformal.get("trees") is not self._packed:
+            raise ValueError(f"{name}.predict_interval(method={method!r}) needs "
+                             f"calibration scores of the fitted trees (a new fit forgets "
+                             f"them): call calibrate_intervals(X_cal, y_cal, "
+                             f"method={method!r}) on held-out rows first.")
+        if method == "split":
+            center = self.predict(X)
+            width = split_conformal_quantile(calibration, confidence)
+            return np.column_stack([center - width, center + width])
+        if not np.isclose(confidence, calibration["confidence"], rtol=0, atol=1e-12):
+            raise ValueError(f"{name}.predict_interval(method='cqr'): the quantile models "
+                             f"were calibrated for confidence={calibration['confidence']}; "
+                             f"got confidence={confidence}. Call calibrate_intervals(..., "
+                             f"method='cqr', confidence={confidence}) first.")
+        width = split_conformal_quantile(calibration["scores"], confidence)
+        return np.column_stack([calibration["lower_model"].predict(X) - width,
+                                calibration["upper_model"].predict(X) + width])
 
 
 class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):

@@ -28,6 +28,7 @@ from sklearn.utils import Bunch, check_random_state
 
 from silva import _input
 from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
+from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -179,6 +180,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         if self.prune == "reduced_error":
             growing, held_out = self._held_out_split(y, classification)
             tree = self._grow(X[growing], y[growing], sample_weight[growing], *grow)
+            grown_nodes = tree.node_count
             weight_held_out = sample_weight[held_out]
             tree, before, after = reduced_error_prune(
                 tree, X[held_out], y[held_out], weight_held_out, classification)
@@ -190,6 +192,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             self.ccp_alpha_ = 0.0
         else:
             tree = self._grow(X, y, sample_weight, *grow)
+            grown_nodes = tree.node_count
             if isinstance(self.ccp_alpha, str):
                 self.ccp_alpha_ = self._cross_validated_alpha(
                     tree, X, y, sample_weight, classification, grow)
@@ -199,6 +202,13 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                 tree = prune_tree(tree, self.ccp_alpha_)
         tree.value += value_offset
         self.tree_ = tree
+        if tree.node_count == 1:
+            warn_nothing_learned(
+                f"{type(self).__name__} stopped at its root",
+                cart_root_reason(self, X, y, sample_weight,
+                                 self._check_params(X.shape[0], sample_weight.sum()),
+                                 grown_nodes),
+                stacklevel=3)
         return self
 
     def _growth_rules(self, params, criterion_code, n_classes, histogram_min_samples,

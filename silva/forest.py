@@ -29,6 +29,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
 from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
+from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
@@ -46,6 +47,7 @@ from silva.engine.forest import iter_grown_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
 from silva.inspection import encoded_target
+from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
@@ -238,6 +240,14 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             view = self._packed.tree(t)  # the fitted trees view the one packed copy
             self._grown_trees[t].tree = view
             self.estimators_.append(self._wrap_tree(view, self._tree_seeds[t]))
+        if self._packed.node_offset[-1] == self._packed.n_trees:  # every tree one leaf
+            # One warning for the forest, not one per tree; the reason is read on the
+            # whole training set (a bootstrap sample holds fewer distinct rows).
+            reason = (f"ccp_alpha={self.ccp_alpha} pruned every tree to its root"
+                      if self.ccp_alpha > 0 else
+                      cart_root_reason(template, X, y_float, sample_weight, params))
+            warn_nothing_learned(f"every tree of {type(self).__name__} stopped at its "
+                                 "root", reason, stacklevel=3)
         if self.oob_score:
             self._compute_oob(X, y, sample_weight)
         else:
@@ -488,11 +498,12 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
                      margins=margins)
 
 
-class ForestRegressor(RegressorMixin, BaseForest):
+class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
     """Fit and prediction of the regression forests."""
 
     _tree_class = DecisionTreeRegressor
     _keeps_leaf_samples = True
+    _interval_methods = ("jackknife+", "jackknife+-minmax", "quantile")
 
     def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
@@ -548,6 +559,17 @@ class ForestRegressor(RegressorMixin, BaseForest):
         self.oob_prediction_ = prediction
         self.oob_score_ = r2_score(y[covered], prediction[covered])
         self.oob_curve_ = curve
+
+    # What predict_interval's jackknife+ reads (see silva.intervals): nothing is stored
+    # for it beyond the out-of-bag predictions, the targets and the trees' seeds.
+    def _member_predictions(self, X):
+        return self._packed.tree_values(X)[:, :, 0]
+
+    def _out_of_bag_indicator(self):
+        return self._inbag_mask(self._fit_signature[0]) == 0
+
+    def _oob_residuals(self):
+        return np.abs(self._y_train - self.oob_prediction_)
 
     def predict(self, X, return_std=False, pred_contrib=False, pred_interactions=False):
         """Mean of the trees' predictions; with ``return_std``, also their standard deviation.
