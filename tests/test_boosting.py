@@ -272,6 +272,21 @@ def test_same_regression_model_whatever_the_thread_count():
     np.testing.assert_array_equal(one, two)
 
 
+def test_same_model_whatever_the_thread_count_on_mid_size_data():
+    # 6,000 rows: no row blocks, but nodes of 1,024 rows and more are summed by feature
+    # shares in two threads, and each split's two children are searched at once, a
+    # categorical feature and a monotonic constraint included.
+    X, y = make_classification(6000, 12, n_informative=6, random_state=1)
+    X[:, 3] = np.floor(np.abs(X[:, 3]) * 3) % 7  # category codes 0..6
+    X[::11, 5] = np.nan
+    model = GradientBoostingClassifier(n_estimators=8, random_state=0,
+                                       categorical_features=[3],
+                                       monotonic_constraints={0: 1})
+    one, two = _outputs_with_one_and_two_threads(model, X, y,
+                                                 lambda fitted: fitted.decision_function(X))
+    np.testing.assert_array_equal(one, two)
+
+
 def _root_sizes(model):
     """The number of (in-bag) rows each tree of ``model`` grew on."""
     return [int(tree.n_node_samples[0]) for trees in model.estimators_ for tree in trees]

@@ -70,9 +70,11 @@ from silva.engine.gradient_splitting import (
     MAX_DELTA_STEP,
     MIN_CHILD_WEIGHT,
     MIN_SAMPLES_LEAF,
+    best_scanned_split,
     find_best_split,
     leaf_output,
     numeric_split_finder,
+    scan_two_nodes,
 )
 from silva.engine.nodes import (
     BEST_FIRST,
@@ -109,6 +111,10 @@ GradientData = namedtuple("GradientData", [
 GradientRules = namedtuple("GradientRules", [
     "params", "max_depth", "max_leaf_nodes", "depthwise", "features_per_node", "monotonic",
     "interaction_sets"])
+
+# Bound to False in the serial copies (compiled_gradient_grower), which then compile no
+# parallel search of a split's two children (scan_two_nodes).
+PAIR_SEARCH = True
 
 #: A tree's split-search buffers (see :func:`new_search_buffers`).
 _SearchBuffers = namedtuple("_SearchBuffers", [
@@ -372,6 +378,17 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     n_features = data.n_value_bins.shape[0]
     n_total = sample_indices.shape[0]
     search = new_search_buffers(n_features, data.missing_bin + 1, data.n_words, seed)
+    # Per pending node (the two children of a split, searched together; see the pending
+    # loop): its candidates and their scans' results.
+    candidates = np.empty((2, n_features), dtype=np.int64)
+    feature_score = np.empty((2, n_features))
+    feature_bin = np.empty((2, n_features), dtype=np.int64)
+    feature_missing_left = np.empty((2, n_features), dtype=np.uint8)
+    feature_left = np.empty((2, n_features, 3))
+    feature_bitset = np.zeros((2, n_features, data.n_words), dtype=np.uint64)
+    n_search_candidates = np.zeros(2, dtype=np.int64)
+    search_slots = np.zeros(2, dtype=np.int64)
+    search_bounds = np.empty((2, 2))
     unlimited_leaves = rules.max_leaf_nodes <= 0
     order = BREADTH_FIRST if rules.depthwise else BEST_FIRST
 
@@ -419,12 +436,6 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     max_leaf_nodes = rules.max_leaf_nodes
     constrained = _is_constrained(rules)
     columns = workspace.columns
-    candidates = search.candidates
-    feature_score = search.feature_score
-    feature_bin = search.feature_bin
-    feature_missing_left = search.feature_missing_left
-    feature_left = search.feature_left
-    feature_bitset = search.feature_bitset
     scan_scratch = search.scan_scratch
     rng_state = search.rng_state
     parent = -1
@@ -455,21 +466,49 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
             row.upper = pending[p].upper
             row.hist_slot = pending[p].slot
             row.data_half = pending[p].half
-            sums = pending_sums[p]
-            _fill_node(row, sums, params)
-            opened = False
+            _fill_node(row, pending_sums[p], params)
+            # The candidates are drawn node by node, in order (they draw from rng_state).
+            n_search_candidates[p] = -1  # no search: the node stays a leaf
             if pending[p].needs_histogram and row.hist_slot >= 0:
+                n_search_candidates[p] = node_candidates(
+                    paths[node], feature_mask, interaction_sets, features_per_node,
+                    rng_state, candidates[p])
+                search_slots[p] = row.hist_slot
+                search_bounds[p, 0] = row.lower
+                search_bounds[p, 1] = row.upper
+        # (PAIR_SEARCH first in the condition: numba then prunes the branch, and the
+        # serial copies compile no scan_two_nodes.)
+        if (PAIR_SEARCH and threads > 1 and n_pending == 2 and n_search_candidates[0] >= 0
+                and n_search_candidates[1] >= 0):
+            scan_two_nodes(pool, search_slots, candidates, n_search_candidates,
+                           n_value_bins, is_categorical, monotonic, missing_bin,
+                           pending_sums, params, search_bounds, constrained, feature_score,
+                           feature_bin, feature_missing_left, feature_left, feature_bitset,
+                           np.int64(threads))
+            searched = True
+        else:
+            searched = False
+        for p in range(n_pending):
+            node = first_new + p
+            row = table[node]
+            opened = False
+            if n_search_candidates[p] >= 0:
                 hist = pool[row.hist_slot]
-                n_candidates = node_candidates(paths[node], feature_mask, interaction_sets,
-                                                features_per_node, rng_state, candidates)
-                gain, feature, split_bin, missing_left = find_best_split(
-                    hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
-                    missing_bin, sums, params, row.lower, row.upper, constrained,
-                    feature_score, feature_bin, feature_missing_left, feature_left,
-                    feature_bitset, scan_scratch)
+                if searched:
+                    gain, feature, split_bin, missing_left = best_scanned_split(
+                        candidates[p], n_search_candidates[p], pending_sums[p], params,
+                        row.lower, row.upper, constrained, feature_score[p],
+                        feature_bin[p], feature_missing_left[p])
+                else:
+                    gain, feature, split_bin, missing_left = find_best_split(
+                        hist, candidates[p], n_search_candidates[p], n_value_bins,
+                        is_categorical, monotonic, missing_bin, pending_sums[p], params,
+                        row.lower, row.upper, constrained, feature_score[p],
+                        feature_bin[p], feature_missing_left[p], feature_left[p],
+                        feature_bitset[p], scan_scratch)
                 opened = _accept_split(row, bitsets[node], hist, gain, feature, split_bin,
                                        missing_left, n_value_bins, is_categorical,
-                                       missing_bin, feature_left, feature_bitset)
+                                       missing_bin, feature_left[p], feature_bitset[p])
             if opened:
                 push_frontier(frontier, frontier_head, order, row.split_gain, node)
             else:
@@ -523,7 +562,7 @@ def compiled_gradient_grower(parallel=True, categorical=True):
     a parallel fit gets the full one."""
     if parallel:
         return grow_gradient_tree
-    bindings = {"node_histogram": serial_node_histogram()}
+    bindings = {"node_histogram": serial_node_histogram(), "PAIR_SEARCH": False}
     if not categorical:
         bindings["find_best_split"] = numeric_split_finder()
     return specialize(grow_gradient_tree, "serial" if categorical else "serialnumeric",

@@ -321,6 +321,14 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
                       missing_bin, node_sums, params, lower, upper, constrained,
                       feature_score, feature_bin, feature_missing_left, feature_left,
                       feature_bitset, scratch)
+    return best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper,
+                              constrained, feature_score, feature_bin, feature_missing_left)
+
+
+@nb.njit(cache=True, inline="always")
+def best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper,
+                       constrained, feature_score, feature_bin, feature_missing_left):
+    """:func:`find_best_split`'s result from its candidates' scans (``feature_*``)."""
     best = NO_GAIN
     best_feature = -1
     for j in range(n_candidates):
@@ -335,6 +343,35 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
     gain = 0.5 * (best - parent) - params[MIN_SPLIT_GAIN]
     return (gain, best_feature, feature_bin[best_feature],
             feature_missing_left[best_feature] != 0)
+
+
+@nb.njit(cache=True, parallel=True)
+def scan_two_nodes(pool, slots, candidates, n_candidates, n_value_bins, is_categorical,
+                   monotonic, missing_bin, node_sums, params, bounds, constrained,
+                   feature_score, feature_bin, feature_missing_left, feature_left,
+                   feature_bitset, n_parts):
+    """The candidate scans of a split's two children at once, in ``n_parts`` threads.
+
+    Node ``p`` (0 or 1) has the histogram ``pool[slots[p]]``, the channel sums
+    ``node_sums[p]``, the output ``bounds[p]`` (lower, upper) and the candidates
+    ``candidates[p, :n_candidates[p]]``, each scanned into row ``p`` of the
+    ``feature_*`` arrays exactly as :func:`find_best_split` scans it; then
+    :func:`best_scanned_split` picks each node's split as :func:`find_best_split`
+    does. A node's scan takes about 15 us (28 features of 255 bins), most of a small
+    tree's time per node: the two children's scans share one parallel region.
+    """
+    n_first = n_candidates[0]
+    n_tasks = n_first + n_candidates[1]
+    n_bins = pool.shape[2]
+    for part in nb.prange(n_parts):
+        scratch = np.empty((4, n_bins))
+        for task in range(part * n_tasks // n_parts, (part + 1) * n_tasks // n_parts):
+            p = 0 if task < n_first else 1
+            _scan_feature(candidates[p, task - p * n_first], pool[slots[p]], n_value_bins,
+                          is_categorical, monotonic, missing_bin, node_sums[p], params,
+                          bounds[p, 0], bounds[p, 1], constrained, feature_score[p],
+                          feature_bin[p], feature_missing_left[p], feature_left[p],
+                          feature_bitset[p], scratch)
 
 
 def numeric_split_finder():
