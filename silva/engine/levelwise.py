@@ -1,0 +1,238 @@
+"""Level-wise forest growth on row shards: partition-independent random forests.
+
+The forests of :mod:`silva.forest` grow each tree depth-first in one compiled call,
+drawing every random number from one stream in the order the nodes are met, and draw
+their bootstrap samples with ``randint`` over the whole data: neither can be reproduced
+by machines that each hold part of the rows. ``bootstrap="poisson"`` defines another
+forest, one that can (the data-parallel forests of Spark MLlib and of PLANET, Panda et
+al. 2009, grow the same way):
+
+- **bootstrap**: each row's count in tree ``t`` is a Poisson(``rate``) draw made from
+  the tree's seed and the row's *global* index alone (:func:`poisson_counts`: a
+  counter-based draw, SplitMix64 of the pair, by inversion of the Poisson CDF), as
+  Spark MLlib's ``BaggedPoint`` does; with ``rate = 1`` it approximates the classical
+  bootstrap (Oza & Russell 2001). Counts times sample weights are the tree's weights;
+  rows of count 0 are out of bag;
+- **growth**: level by level: every node of a level is split from its *summed*
+  histogram (:mod:`silva.engine.histogram`'s layout: ``(n_features, n_bins,
+  n_channels)``, the CART channels of :mod:`silva.engine.criteria`), the smaller
+  child's histogram built from the rows and the larger's the parent's minus it;
+- **feature draws**: each node's random numbers (the ``max_features`` candidates, extra
+  trees' thresholds) come from a state keyed by the tree's seed and the node's id
+  (:func:`node_seed`), the node id being its position in level order, which no
+  partition of the rows changes;
+- **thresholds**: CART's midpoint between the node's largest value going left and its
+  smallest going right, read off the summed histogram's non-empty bins.
+
+The split search is the engine's :func:`silva.engine.splitting.find_node_split` on the
+dense summed histogram, unchanged. The driver (:mod:`silva.engine.levelwise_grower`)
+runs in Python and calls the shards' methods once per level; a :class:`RowShard` holds
+one machine's rows (all rows for the single-machine forest, a worker's for
+:mod:`silva.dask.forest`) and answers with local histograms. Sums over shards differ
+from single-machine sums by rounding only, so the trees agree in structure, features
+and thresholds, and their values to rounding.
+"""
+
+import numba as nb
+import numpy as np
+
+from silva.engine.random import next_uint64
+
+# Salts that keep the bootstrap stream and the node streams of one tree seed apart.
+_BOOTSTRAP_SALT = np.uint64(0x6A09E667F3BCC908)
+_NODE_SALT = np.uint64(0xBB67AE8584CAA73B)
+
+
+@nb.njit(cache=True, inline="always")
+def _mix(value):
+    """One SplitMix64 output for the counter ``value`` (Steele, Lea & Flood 2014)."""
+    state = np.empty(1, dtype=np.uint64)
+    state[0] = value
+    return next_uint64(state)
+
+
+@nb.njit(cache=True)
+def node_seed(tree_seed, node):
+    """The random state of node ``node`` (level-order id) of the tree ``tree_seed``."""
+    return _mix(np.uint64(tree_seed) ^ _NODE_SALT ^ _mix(np.uint64(node)))
+
+
+@nb.njit(cache=True, nogil=True)
+def poisson_counts(tree_seed, global_rows, rate):
+    """Each row's Poisson(``rate``) count in the tree ``tree_seed``, from its global
+    index alone (so any partition of the rows draws the same counts).
+
+    The uniform of row ``r`` is the top 53 bits of SplitMix64 of ``(seed, r)``; the count
+    is the smallest ``k`` whose Poisson CDF reaches it (inversion, Devroye 1986, sec.
+    X.3.2), exact for the rates of a bootstrap (``rate <= 1`` in practice: the loop runs
+    ``k + 1`` times).
+    """
+    counts = np.empty(global_rows.shape[0])
+    key = _mix(np.uint64(tree_seed) ^ _BOOTSTRAP_SALT)
+    p0 = np.exp(-rate)
+    for i in range(global_rows.shape[0]):
+        bits = _mix(key ^ _mix(np.uint64(global_rows[i])))
+        u = np.float64(bits >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        k = 0
+        p = p0
+        cdf = p0
+        while u >= cdf and k < 1000:
+            k += 1
+            p *= rate / k
+            cdf += p
+        counts[i] = k
+    return counts
+
+
+@nb.njit(cache=True, nogil=True)
+def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight,
+                     classification):
+    """Add to ``hist[slot]`` (``(n_slots, n_features, n_bins, n_channels)``, zeroed by
+    the caller) the CART channels of the ``rows`` whose node has a slot (``slot_of_node
+    [node_of_row[r]] >= 0``): the count, then ``weight`` on class ``y`` (classifiers) or
+    ``weight, weight * y, weight * y * y`` (regressors), as
+    :func:`silva.engine.criteria.build_statistics` defines them. Rows are visited in
+    increasing order for every feature, so the sums do not depend on anything but the
+    rows."""
+    n_features = codes.shape[0]
+    for f in range(n_features):
+        codes_f = codes[f]
+        for i in range(rows.shape[0]):
+            r = rows[i]
+            slot = slot_of_node[node_of_row[r]]
+            if slot < 0:
+                continue
+            cell = hist[slot, f, codes_f[r]]
+            w = weight[r]
+            cell[0] += 1.0
+            if classification:
+                cell[1 + np.int64(y[r])] += w
+            else:
+                wy = w * y[r]
+                cell[1] += w
+                cell[2] += wy
+                cell[3] += wy * y[r]
+
+
+@nb.njit(cache=True, nogil=True)
+def apply_level_splits(codes, rows, node_of_row, split_of_node, features, split_bins,
+                       missing_left, is_categorical, bitsets, left_children, child_open,
+                       missing_bin):
+    """Send each of ``rows`` in a split node (``split_of_node[node] = k >= 0``) to its
+    child ``left_children[k]`` or ``left_children[k] + 1`` by the ``k``-th split
+    (numeric: bins ``<= split_bins[k]`` go left; categorical: the categories of
+    ``bitsets[k]``; the missing bin follows ``missing_left[k]``). Returns the rows, in
+    order, whose new node is still wanted (``child_open`` indexed by ``child - first
+    child`` of the level, the lowest left child: a child that will split, or whose
+    histogram is built next)."""
+    kept = np.empty(rows.shape[0], dtype=rows.dtype)
+    n_kept = 0
+    first_child = left_children.min() if left_children.shape[0] > 0 else 0
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        k = split_of_node[node_of_row[r]]
+        if k < 0:
+            continue
+        code = np.int64(codes[features[k], r])
+        if code == missing_bin:
+            go_left = missing_left[k]
+        elif is_categorical[k]:
+            go_left = (bitsets[k, code >> 6] >> np.uint64(code & 63)) & np.uint64(1) != 0
+        else:
+            go_left = code <= split_bins[k]
+        child = left_children[k] + (0 if go_left else 1)
+        node_of_row[r] = child
+        if child_open[child - first_child]:
+            kept[n_kept] = r
+            n_kept += 1
+    return kept[:n_kept].copy()
+
+
+class RowShard:
+    """One machine's rows for level-wise forests, and the trees being grown on them.
+
+    ``codes``: feature-major bin codes ``(n_features, n_rows)`` (uint8); ``y``: class
+    indices (float) or centred targets; ``weight``: sample weights (positive);
+    ``global_rows``: each row's index in the whole data (int64), which keys its
+    bootstrap counts. Per tree being grown it keeps the rows' bootstrap weights, their
+    current node (int32) and the rows still in open nodes: 12 bytes a row a tree.
+    """
+
+    def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification):
+        self.codes = codes
+        self.y = y
+        self.weight = weight
+        self.global_rows = global_rows
+        self.n_rows = y.shape[0]
+        self.n_features = codes.shape[0]
+        self.n_bins = int(n_bins)
+        self.n_channels = int(n_channels)
+        self.classification = bool(classification)
+        self.trees = []
+
+    def has_missing(self, missing_bin):
+        """Whether any row has a missing value (the bin ``missing_bin``)."""
+        return bool(np.any(self.codes == missing_bin))
+
+    def start_trees(self, tree_seeds, rate):
+        """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots' local
+        histograms ``(n_trees, n_features, n_bins, n_channels)``."""
+        self.trees = []
+        hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins, self.n_channels))
+        for t, seed in enumerate(tree_seeds):
+            tree_weight = self.weight * poisson_counts(np.uint64(seed), self.global_rows,
+                                                       float(rate))
+            rows = np.flatnonzero(tree_weight > 0).astype(np.int32)
+            node_of_row = np.zeros(self.n_rows, dtype=np.int32)
+            self.trees.append([tree_weight, node_of_row, rows])
+            level_histograms(hist[t:t + 1], self.codes, rows, node_of_row,
+                             np.zeros(1, dtype=np.int64), self.y, tree_weight,
+                             self.classification)
+        return hist
+
+    def split_level(self, requests):
+        """Apply one level's splits to each tree's rows and return the local histograms
+        of the children asked for, stacked in request order.
+
+        ``requests[t]`` is ``None`` (tree ``t`` has no split left) or a dict of arrays,
+        one entry per split of the level: ``node``, ``feature``, ``split_bin``,
+        ``missing_left``, ``is_categorical``, ``bitset``, ``left`` (the left child's id,
+        the right's is the next), ``child_open`` (per child of the level, whether it
+        will be split), ``build`` (the child id whose histogram is wanted, or -1)."""
+        out = []
+        for t, request in enumerate(requests):
+            if request is None:
+                continue
+            tree_weight, node_of_row, rows = self.trees[t]
+            n_nodes = int(request["left"].max()) + 2
+            split_of_node = np.full(n_nodes, -1, dtype=np.int64)
+            split_of_node[request["node"]] = np.arange(request["node"].shape[0])
+            rows = apply_level_splits(
+                self.codes, rows, node_of_row, split_of_node, request["feature"],
+                request["split_bin"], request["missing_left"], request["is_categorical"],
+                request["bitset"], request["left"], request["child_open"],
+                np.int64(self.n_bins - 1))
+            self.trees[t][2] = rows
+            build = request["build"][request["build"] >= 0]
+            if build.shape[0] == 0:
+                continue
+            slot_of_node = np.full(n_nodes, -1, dtype=np.int64)
+            slot_of_node[build] = np.arange(build.shape[0])
+            hist = np.zeros((build.shape[0], self.n_features, self.n_bins,
+                             self.n_channels))
+            level_histograms(hist, self.codes, rows, node_of_row, slot_of_node, self.y,
+                             tree_weight, self.classification)
+            out.append(hist)
+        if not out:
+            return np.empty((0, self.n_features, self.n_bins, self.n_channels))
+        return np.concatenate(out)
+
+    def leaf_rows(self, t):
+        """Tree ``t``'s in-bag rows and their final nodes (after its last level)."""
+        tree_weight, node_of_row, _ = self.trees[t]
+        inbag = np.flatnonzero(tree_weight > 0)
+        return inbag, node_of_row[inbag], tree_weight[inbag]
+
+    def end_trees(self):
+        self.trees = []
+        return self.n_rows
