@@ -43,7 +43,7 @@ from silva.engine import criteria
 from silva.engine.cart import BinnedData, GrownTree, TreeTask
 from silva.engine.ensemble import PackedTrees
 from silva.engine.forest import iter_grown_trees
-from silva.engine.levelwise import RowShard, poisson_counts
+from silva.engine.levelwise import RowShard, poisson_counts, reproducible_offset
 from silva.engine.levelwise_grower import LevelwiseRules, grow_levelwise_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
@@ -578,6 +578,8 @@ class ForestRegressor(RegressorMixin, BaseForest):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
         classifier's)."""
         code, X, y, sample_weight, offset = regression_inputs(self, X, y, sample_weight)
+        if self.bootstrap == POISSON:
+            offset = reproducible_offset(offset)  # what every Dask worker gets too
         self.n_outputs_ = 1
         self._y_train = y
         self._fit_forest(X, y - offset, sample_weight, code, 1, value_offset=offset,

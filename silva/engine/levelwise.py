@@ -84,17 +84,34 @@ def poisson_counts(tree_seed, global_rows, rate):
     return counts
 
 
+@nb.njit(cache=True, inline="always")
+def _add_exactly(cell, c, n_channels, value):
+    """Add ``value`` to the double-double ``(cell[c], cell[n_channels + c])``: Knuth's
+    TwoSum keeps the rounding error of each addition in the low word."""
+    high = cell[c]
+    total = high + value
+    virtual = total - high
+    cell[n_channels + c] += (high - (total - virtual)) + (value - virtual)
+    cell[c] = total
+
+
 @nb.njit(cache=True, nogil=True)
 def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight,
                      classification):
-    """Add to ``hist[slot]`` (``(n_slots, n_features, n_bins, n_channels)``, zeroed by
-    the caller) the CART channels of the ``rows`` whose node has a slot (``slot_of_node
-    [node_of_row[r]] >= 0``): the count, then ``weight`` on class ``y`` (classifiers) or
-    ``weight, weight * y, weight * y * y`` (regressors), as
-    :func:`silva.engine.criteria.build_statistics` defines them. Rows are visited in
-    increasing order for every feature, so the sums do not depend on anything but the
-    rows."""
+    """Add to ``hist[slot]`` (``(n_slots, n_features, n_bins, 2 * n_channels)``, zeroed
+    by the caller) the CART channels of the ``rows`` whose node has a slot
+    (``slot_of_node[node_of_row[r]] >= 0``): the count, then ``weight`` on class ``y``
+    (classifiers) or ``weight, weight * y, weight * y * y`` (regressors), as
+    :func:`silva.engine.criteria.build_statistics` defines them.
+
+    Each channel is a double-double (high words, then low words: see
+    :func:`normalize_histograms`): its rounded value is the correctly rounded sum of the
+    rows' values (but where the exact sum lies within about ``n_rows * 2**-106`` of a
+    rounding boundary), whatever the order the rows are added in and however they are
+    spread over shards. So sums over shards equal the single machine's bit for bit, and
+    the trees grown from them are the same, ties between splits included."""
     n_features = codes.shape[0]
+    n_channels = hist.shape[3] // 2
     for f in range(n_features):
         codes_f = codes[f]
         for i in range(rows.shape[0]):
@@ -104,14 +121,46 @@ def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight,
                 continue
             cell = hist[slot, f, codes_f[r]]
             w = weight[r]
-            cell[0] += 1.0
+            cell[0] += 1.0  # counts are integers: exact
             if classification:
-                cell[1 + np.int64(y[r])] += w
+                _add_exactly(cell, 1 + np.int64(y[r]), n_channels, w)
             else:
                 wy = w * y[r]
-                cell[1] += w
-                cell[2] += wy
-                cell[3] += wy * y[r]
+                _add_exactly(cell, 1, n_channels, w)
+                _add_exactly(cell, 2, n_channels, wy)
+                _add_exactly(cell, 3, n_channels, wy * y[r])
+    normalize_histograms(hist)
+
+
+@nb.njit(cache=True, nogil=True)
+def normalize_histograms(hist):
+    """Renormalise double-double histograms (last axis: ``n_channels`` high words, then
+    as many low words) so that each high word is the rounded value of its pair (Dekker's
+    FastTwoSum: ``high + low`` rounded, and what rounding lost)."""
+    flat = hist.reshape(-1, hist.shape[-1])
+    n_channels = flat.shape[1] // 2
+    for i in range(flat.shape[0]):
+        for c in range(n_channels):
+            high = flat[i, c]
+            low = flat[i, n_channels + c]
+            total = high + low
+            flat[i, n_channels + c] = low - (total - high)
+            flat[i, c] = total
+
+
+def add_histograms(total, other, sign=1.0):
+    """``total += sign * other`` for double-double histograms (see
+    :func:`level_histograms`), renormalised: the sums of shards' histograms, or a
+    parent's minus a child's (the subtraction trick), each as exact as the rows'."""
+    n_channels = total.shape[-1] // 2
+    high, low = total[..., :n_channels], total[..., n_channels:]
+    value = sign * other[..., :n_channels]
+    summed = high + value
+    virtual = summed - high
+    low += (high - (summed - virtual)) + (value - virtual) + sign * other[..., n_channels:]
+    high[...] = summed
+    normalize_histograms(total)
+    return total
 
 
 @nb.njit(cache=True, nogil=True)
@@ -148,6 +197,18 @@ def apply_level_splits(codes, rows, node_of_row, split_of_node, features, split_
     return kept[:n_kept].copy()
 
 
+def reproducible_offset(mean):
+    """The centring offset of a level-wise regression forest: the weighted mean of y
+    rounded to 24 significant bits. Machines that sum y in different orders get means
+    that differ in their last bits; rounded, the offsets agree (but for means within
+    2**-53 of a 24-bit boundary), so every row's centred target is the same everywhere,
+    and the offset still removes the cancellation that centring is for."""
+    if mean == 0.0 or not np.isfinite(mean):
+        return float(mean)
+    fraction, exponent = np.frexp(mean)
+    return float(np.ldexp(np.round(fraction * 2.0**24) / 2.0**24, exponent))
+
+
 class RowShard:
     """One machine's rows for level-wise forests, and the trees being grown on them.
 
@@ -176,9 +237,11 @@ class RowShard:
 
     def start_trees(self, tree_seeds, rate):
         """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots' local
-        histograms ``(n_trees, n_features, n_bins, n_channels)``."""
+        histograms ``(n_trees, n_features, n_bins, 2 * n_channels)`` (double-double:
+        see :func:`level_histograms`)."""
         self.trees = []
-        hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins, self.n_channels))
+        hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins,
+                         2 * self.n_channels))
         for t, seed in enumerate(tree_seeds):
             tree_weight = self.weight * poisson_counts(np.uint64(seed), self.global_rows,
                                                        float(rate))
@@ -219,12 +282,12 @@ class RowShard:
             slot_of_node = np.full(n_nodes, -1, dtype=np.int64)
             slot_of_node[build] = np.arange(build.shape[0])
             hist = np.zeros((build.shape[0], self.n_features, self.n_bins,
-                             self.n_channels))
+                             2 * self.n_channels))
             level_histograms(hist, self.codes, rows, node_of_row, slot_of_node, self.y,
                              tree_weight, self.classification)
             out.append(hist)
         if not out:
-            return np.empty((0, self.n_features, self.n_bins, self.n_channels))
+            return np.empty((0, self.n_features, self.n_bins, 2 * self.n_channels))
         return np.concatenate(out)
 
     def leaf_rows(self, t):

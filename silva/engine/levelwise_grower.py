@@ -27,7 +27,7 @@ import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS, midpoint
 from silva.engine.criteria import EPSILON, impurity, leaf_value, node_weight
-from silva.engine.levelwise import node_seed
+from silva.engine.levelwise import add_histograms, node_seed
 from silva.engine.nodes import CART_NODE, LEAF, UNDEFINED
 from silva.engine.splitting import make_split_scratch, split_finder
 from silva.engine.tree import Tree
@@ -85,11 +85,12 @@ class _TreeBuild:
         self.level = []  # open nodes of the current level: (node id, histogram)
         self.pending = []  # the level's scheduled splits
 
-    def create_root(self, hist):
+    def create_root(self, exact_hist):
+        hist = self._rounded(exact_hist)
         sums = hist[0].sum(axis=0)
         self.root_weight = node_weight(self.rules.criterion, sums)
         self.min_weight_leaf = self.rules.min_weight_fraction * self.root_weight
-        self._create(sums, hist, 0, -1, 0)
+        self._create(sums, exact_hist, 0, -1, 0)
 
     def _splittable(self, sums, depth):
         """CART's stopping rules (as :func:`silva.engine.grower._fill_node`)."""
@@ -99,8 +100,13 @@ class _TreeBuild:
                     or node_weight(r.criterion, sums) < 2 * self.min_weight_leaf
                     or impurity(r.criterion, sums) <= EPSILON)
 
-    def _create(self, sums, hist, depth, parent, side):
+    def _rounded(self, exact_hist):
+        """A double-double histogram's rounded values (its high words)."""
+        return np.ascontiguousarray(exact_hist[..., :self.rules.n_channels])
+
+    def _create(self, sums, exact_hist, depth, parent, side):
         r = self.rules
+        hist = None if exact_hist is None else self._rounded(exact_hist)
         node = len(self.nodes)
         values = np.zeros(r.n_values)
         leaf_value(r.criterion, sums, values)
@@ -130,7 +136,7 @@ class _TreeBuild:
             return
         row["split"] = (int(feature), int(split_bin), bool(missing_left), float(gain),
                         scratch.side_sums[_NODE_LEFT].copy())
-        self.level.append((node, hist))
+        self.level.append((node, hist, exact_hist))
 
     def schedule_level(self):
         """The request for this level's splits (``None``: the tree is finished), and
@@ -143,7 +149,7 @@ class _TreeBuild:
                                         "is_categorical", "bitset", "left", "build")}
         child_open = []
         self.pending = []
-        for k, (node, hist) in enumerate(self.level):
+        for k, (node, hist, exact_hist) in enumerate(self.level):
             row = self.nodes[node]
             feature, split_bin, missing_left, _, left_sums = row["split"]
             categorical = bool(r.is_categorical[feature])
@@ -173,7 +179,7 @@ class _TreeBuild:
             # The shards keep the rows of the children that will split, and of the one
             # whose histogram they build (a leaf's, when only its sibling splits).
             child_open += [needs[c] or build == base + 2 * k + c for c in range(2)]
-            self.pending.append((node, hist, child_sums, needs, smaller, build))
+            self.pending.append((node, exact_hist, child_sums, needs, smaller, build))
         self.level = []
         request = {name: np.array(values) for name, values in fields.items()}
         request["bitset"] = np.array(fields["bitset"], dtype=np.uint64).reshape(
@@ -198,8 +204,7 @@ class _TreeBuild:
                 hists[smaller] = built[j]
                 j += 1
                 if needs[1 - smaller]:
-                    parent_hist -= hists[smaller]
-                    hists[1 - smaller] = parent_hist
+                    hists[1 - smaller] = add_histograms(parent_hist, hists[smaller], -1.0)
             depth = self.nodes[node]["depth"] + 1
             for c in range(2):
                 self._create(child_sums[c], hists[c] if needs[c] else None, depth, node, c)
@@ -235,10 +240,11 @@ class _NoRows:
 
 
 def _sum_histograms(answers, counter):
-    """The shards' histograms summed in shard order; counts the bytes received."""
+    """The shards' double-double histograms summed (as exactly as each shard's: the
+    result does not depend on how the rows are spread); counts the bytes received."""
     total = np.array(answers[0], copy=True)
     for answer in answers[1:]:
-        total += answer
+        add_histograms(total, answer)
     if counter is not None:
         counter["histogram_bytes"] += sum(a.nbytes for a in answers)
     return total
