@@ -666,6 +666,10 @@ class ForestRegressor(RegressorMixin, BaseForest):
                 (quantiles < 0) | (quantiles > 1)):
             raise ValueError(f"quantiles must be numbers in [0, 1]; got {quantiles.tolist()}.")
         X = self._validated_X(X)
+        if getattr(self, "_leaf_offset", None) is None:
+            raise ValueError(f"{type(self).__name__}: predict_quantiles needs the training "
+                             "rows in each leaf, which a forest grown on Dask does not "
+                             "keep (they stay on the workers).")
         return self._packed.weighted_quantiles(
             X, self._leaf_offset, self._node_start, self._node_end, self._leaf_samples,
             self._leaf_weights, self._y_train, quantiles)

@@ -44,6 +44,19 @@ def bin_forest_partition(template, index, X_part, y_part, w_part, classifier, bi
     return ForestPartition(index, binner.transform(X), y, weight, global_rows)
 
 
+def sample_forest_partition(template, index, X_part, y_part, w_part, classifier,
+                            n_wanted, seed):
+    """``n_wanted`` rows of one partition (all when it has no more), drawn without
+    replacement, for the bin edges. Rows of zero weight are kept: the single-machine
+    forest places its edges on every row of X."""
+    X, _, _ = validated_partition(template, index, X_part, y_part, w_part, classifier,
+                                  drop_zero_weight=False)
+    if n_wanted >= X.shape[0]:
+        return X
+    rng = np.random.default_rng(seed)
+    return X[np.sort(rng.choice(X.shape[0], n_wanted, replace=False))]
+
+
 class ForestShard(RowShard):
     """A worker's binned partitions, concatenated, as one row shard (a Dask actor)."""
 

@@ -57,6 +57,9 @@ from silva.engine.gradient_splitting import (
 )
 from silva.engine.nodes import GRADIENT_NODE, LEAF, UNDEFINED
 
+#: How often a wait for a shard's answer checks that its worker is still there.
+LIVENESS_CHECK_SECONDS = 2.0
+
 
 class WorkerLostError(RuntimeError):
     """A worker that held a shard failed or left during a fit (``address``). The fit
@@ -106,7 +109,7 @@ class Cluster:
             try:
                 if isinstance(future, Exception):
                     raise future
-                answers.append(future.result())
+                answers.append(self._await(address, future))
             except Exception as error:  # noqa: BLE001 - sorted out below
                 if failed is None:
                     failed = (address, error)
@@ -124,6 +127,17 @@ class Cluster:
         self.wait_seconds += time.perf_counter() - t0
         return answers
 
+
+    def _await(self, address, future):
+        """The answer of the shard on ``address``. An actor's call to a worker that was
+        closed (rather than killed: no connection breaks) can wait forever, so the wait
+        is cut into slices, and a worker the scheduler no longer lists is lost."""
+        while True:
+            try:
+                return future.result(timeout=LIVENESS_CHECK_SECONDS)
+            except TimeoutError:
+                if address not in self.client.scheduler_info()["workers"]:
+                    raise OSError(f"the worker {address} left the cluster") from None
 
     def _lost(self, address, error):
         """Whether ``error`` of the shard on ``address`` means its worker is gone: a

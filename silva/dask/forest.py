@@ -151,9 +151,14 @@ class _DaskForest:
         self._check_levelwise(criterion_code)
 
     # ---------------------------------------------------------------------- fit
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, callbacks=None):
         """Grow the forest on the dask collections (X, y) and, optionally,
-        ``sample_weight`` (partitioned like X); NaN in X means missing."""
+        ``sample_weight`` (partitioned like X); NaN in X means missing.
+
+        ``callbacks`` are called after each tree (as the single-machine forest calls
+        them; here they run when the tree's batch is grown) with a
+        :class:`~silva.callbacks.CallbackEnv`; one raising
+        :class:`~silva.callbacks.EarlyStopException` stops growing more batches."""
         from dask import delayed
         from distributed import get_client
 
@@ -203,20 +208,22 @@ class _DaskForest:
         random_state = check_random_state(self.random_state)
         seeds = random_state.randint(_MAX_SEED, size=self.n_estimators)
 
-        # Pass 2: the bin edges, from a sample of the rows.
-        n_rows = [s.n_rows for s in kept]
-        n_total = int(sum(n_rows))
-        sample_size = n_total if self.bin_subsample is None else int(self.bin_subsample)
-        if sample_size >= n_total:
+        # Pass 2: the bin edges, from a sample of the rows (of any weight, as the
+        # single-machine forest places them on all of X).
+        n_total = int(sum(s.n_rows for s in kept))
+        sampled = [s for s in summaries if s.n_all_rows > 0]
+        n_rows = [s.n_all_rows for s in sampled]
+        sample_size = n_samples if self.bin_subsample is None else int(self.bin_subsample)
+        if sample_size >= n_samples:
             wanted, sample_seeds = n_rows, [0] * len(n_rows)
         else:
             wanted = proportional_counts(n_rows, sample_size)
             sample_seeds = [int(s) for s in random_state.randint(2**31 - 1,
                                                                  size=len(n_rows))]
         samples = _data.gather_each(client, [
-            delayed(_shard.sample_partition, pure=True)(
+            delayed(_forest_shard.sample_forest_partition, pure=True)(
                 template, s.index, *parts[s.index], classifier, int(w), seed)
-            for s, w, seed in zip(kept, wanted, sample_seeds, strict=True) if w > 0])
+            for s, w, seed in zip(sampled, wanted, sample_seeds, strict=True) if w > 0])
         binner = fit_binner(self.max_bins, self.is_categorical_, samples, kept)
         del samples
         tables = _BinningTables(binner, self.is_categorical_)
@@ -268,6 +275,9 @@ class _DaskForest:
                                 f"{cluster.recoveries} lost workers.", lost.address
                             ) from lost
                         self._recover(cluster, lost.address, start_shards)
+                if callbacks and any(self._stop_requested(callbacks, 0, t)
+                                     for t in range(start, len(trees))):
+                    break
         finally:
             cluster.release()
         finished = time.perf_counter()
@@ -345,7 +355,7 @@ class _DaskForest:
             self._grown_trees.append(GrownTree(tree, None, None, None))
         self._packed = PackedTrees(iter(finished),
                                    expected_nodes=sum(t.node_count for t in finished))
-        self._tree_seeds = [int(s) for s in seeds]
+        self._tree_seeds = [int(s) for s in seeds[:len(finished)]]
         self._n_drawn = n_drawn
         self._poisson_rate = rate
         self.estimators_ = []
