@@ -10,8 +10,10 @@ import silva
 from silva.engine.levelwise import (
     RowShard,
     add_histograms,
+    pack_histograms,
     poisson_counts,
     reproducible_offset,
+    unpack_histograms,
 )
 
 
@@ -42,9 +44,9 @@ def test_histograms_do_not_depend_on_how_rows_are_split():
     parts = [RowShard(np.ascontiguousarray(codes[:, s]), y[s], weight[s],
                       np.arange(n, dtype=np.int64)[s], 5, 4, False)
              for s in (slice(cut, None), slice(0, cut))]
-    reference = whole.start_trees([11], 1.0)
-    summed = parts[0].start_trees([11], 1.0)
-    add_histograms(summed, parts[1].start_trees([11], 1.0))
+    reference = unpack_histograms(whole.start_trees([11], 1.0))
+    summed = unpack_histograms(parts[0].start_trees([11], 1.0))
+    add_histograms(summed, unpack_histograms(parts[1].start_trees([11], 1.0)))
     np.testing.assert_array_equal(summed[..., :4], reference[..., :4])
     # The rounded channel equals an exact (fsum) sum over the rows of each bin.
     import math
@@ -52,6 +54,21 @@ def test_histograms_do_not_depend_on_how_rows_are_split():
     in_bin = codes[0] == 2
     exact = math.fsum(counts[in_bin] * weight[in_bin] * y[in_bin])
     assert reference[0, 0, 2, 2] == exact
+
+
+def test_packed_histograms_round_trip():
+    rng = np.random.RandomState(1)
+    dense = np.zeros((2, 3, 8, 4))
+    dense[0, 1, 2] = [2.0, 1.5, 0.25, 1e-17]
+    dense[1, 2, 7] = [1.0, 3.0, 0.0, 0.0]
+    packed = pack_histograms(dense)
+    assert packed[1] is not None and packed[1].shape == (2,)  # two cells hold rows
+    np.testing.assert_array_equal(unpack_histograms(packed), dense)
+    integer = np.zeros((1, 2, 3, 4))
+    integer[..., :2] = rng.randint(1, 5, size=(1, 2, 3, 2))
+    packed = pack_histograms(integer)
+    assert packed[1] is None and packed[2].shape == (6, 2)  # dense, low words dropped
+    np.testing.assert_array_equal(unpack_histograms(packed), integer)
 
 
 def test_reproducible_offset():

@@ -197,6 +197,45 @@ def apply_level_splits(codes, rows, node_of_row, split_of_node, features, split_
     return kept[:n_kept].copy()
 
 
+def pack_histograms(hist):
+    """``hist`` (double-double: high words, then low words) for the wire:
+    ``(shape, cells, values)``. ``cells`` is None (``values`` is every cell) or, when
+    that is smaller, the indices of the cells that hold rows (count channel > 0; a cell
+    without rows sums to zero in every channel): deep in a tree most of a node's bins are
+    empty. ``values`` drops the low words when all are zero (integer weights: counts
+    and class counts are exact in the high words alone)."""
+    flat = hist.reshape(-1, hist.shape[-1])
+    n_channels = flat.shape[1] // 2
+    cells = np.flatnonzero(flat[:, 0] > 0)
+    if cells.shape[0] * (flat.itemsize * flat.shape[1] + 8) < flat.nbytes:
+        values = flat[cells]
+        cells = cells.astype(np.int32 if flat.shape[0] < 2**31 else np.int64)
+    else:
+        values, cells = flat, None
+    if not np.any(values[:, n_channels:]):
+        values = np.ascontiguousarray(values[:, :n_channels])
+    return (hist.shape, cells, values)
+
+
+def unpack_histograms(packed):
+    """The dense histograms of :func:`pack_histograms`' result."""
+    shape, cells, values = packed
+    hist = np.zeros(shape)
+    flat = hist.reshape(-1, shape[-1])
+    width = values.shape[1]
+    if cells is None:
+        flat[:, :width] = values
+    else:
+        flat[cells, :width] = values
+    return hist
+
+
+def packed_bytes(packed):
+    """Bytes of :func:`pack_histograms`' result (what travels)."""
+    _, cells, values = packed
+    return values.nbytes + (0 if cells is None else cells.nbytes)
+
+
 def reproducible_offset(mean):
     """The centring offset of a level-wise regression forest: the weighted mean of y
     rounded to 24 significant bits. Machines that sum y in different orders get means
@@ -238,7 +277,7 @@ class RowShard:
     def start_trees(self, tree_seeds, rate):
         """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots' local
         histograms ``(n_trees, n_features, n_bins, 2 * n_channels)`` (double-double:
-        see :func:`level_histograms`)."""
+        see :func:`level_histograms`; packed by :func:`pack_histograms`)."""
         self.trees = []
         hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins,
                          2 * self.n_channels))
@@ -251,11 +290,12 @@ class RowShard:
             level_histograms(hist[t:t + 1], self.codes, rows, node_of_row,
                              np.zeros(1, dtype=np.int64), self.y, tree_weight,
                              self.classification)
-        return hist
+        return pack_histograms(hist)
 
     def split_level(self, requests):
         """Apply one level's splits to each tree's rows and return the local histograms
-        of the children asked for, stacked in request order.
+        of the children asked for, stacked in request order (packed by
+        :func:`pack_histograms`).
 
         ``requests[t]`` is ``None`` (tree ``t`` has no split left) or a dict of arrays,
         one entry per split of the level: ``node``, ``feature``, ``split_bin``,
@@ -287,8 +327,8 @@ class RowShard:
                              tree_weight, self.classification)
             out.append(hist)
         if not out:
-            return np.empty((0, self.n_features, self.n_bins, 2 * self.n_channels))
-        return np.concatenate(out)
+            out = [np.empty((0, self.n_features, self.n_bins, 2 * self.n_channels))]
+        return pack_histograms(np.concatenate(out))
 
     def leaf_rows(self, t):
         """Tree ``t``'s in-bag rows and their final nodes (after its last level)."""

@@ -27,7 +27,12 @@ import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS, midpoint
 from silva.engine.criteria import EPSILON, impurity, leaf_value, node_weight
-from silva.engine.levelwise import add_histograms, node_seed
+from silva.engine.levelwise import (
+    add_histograms,
+    node_seed,
+    packed_bytes,
+    unpack_histograms,
+)
 from silva.engine.nodes import CART_NODE, LEAF, UNDEFINED
 from silva.engine.splitting import make_split_scratch, split_finder
 from silva.engine.tree import Tree
@@ -240,13 +245,14 @@ class _NoRows:
 
 
 def _sum_histograms(answers, counter):
-    """The shards' double-double histograms summed (as exactly as each shard's: the
-    result does not depend on how the rows are spread); counts the bytes received."""
-    total = np.array(answers[0], copy=True)
+    """The shards' double-double histograms (packed) summed, as exactly as each
+    shard's: the result does not depend on how the rows are spread. Counts the bytes
+    received."""
+    total = np.array(unpack_histograms(answers[0]), copy=True)
     for answer in answers[1:]:
-        add_histograms(total, answer)
+        add_histograms(total, unpack_histograms(answer))
     if counter is not None:
-        counter["histogram_bytes"] += sum(a.nbytes for a in answers)
+        counter["histogram_bytes"] += sum(packed_bytes(a) for a in answers)
     return total
 
 
