@@ -162,6 +162,7 @@ def run_side(args):
             out["round_trips_per_tree"] = info["round_trips"] / args.trees
             out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
             out["shard_bytes_per_row"] = info["shard_bytes_per_row"]
+            out["shard_peak_bytes_per_row"] = info["shard_peak_bytes_per_row"]
             proba = model.to_local().predict_proba(X_test)[:, 1]
         elif side == "lightgbm-dask":
             import lightgbm
@@ -269,7 +270,9 @@ def _table(rows, args):
                      f"batch of 8, shown per tree); silva.dask forest "
                      f"{forest['load_and_bin_s']:.2f} s loading + {forest['boost_s']:.2f} s "
                      f"growing; shard memory {forest['shard_bytes_per_row']:.0f} bytes/row "
-                     "(codes, y, weight, global row) + 16 bytes/row per tree of the batch"
+                     "(codes, y, weight, global row), "
+                     f"{forest['shard_peak_bytes_per_row']:.0f} at its peak (8 trees "
+                     "growing: bootstrap counts, nodes, open rows)"
                      + (f"; the Dask forest's fit took "
                         f"{forest['fit_s'] / local_forest['fit_s']:.2f}x the "
                         "single-machine forest's" if local_forest else "") + ".")

@@ -519,9 +519,16 @@ def test_forest_sample_and_class_weights_and_categories(client):
     params = dict(n_estimators=4, max_depth=6, random_state=0, categorical_features=[3],
                   class_weight="balanced", max_features=2)
     chunks = (400, 300, 800)
-    model = silva.dask.DaskRandomForestClassifier(client=client, **params).fit(
+    model = silva.dask.DaskRandomForestClassifier(client=client, trees_per_round=3,
+                                                  **params).fit(
         da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,)),
         sample_weight=da.from_array(weight, chunks=(chunks,)))
+    info = model.dask_fit_
+    # Rows of zero weight stay off the shards: 4 codes + y + weight + global row (28 B),
+    # and 3 trees at once add at most 9 bytes a row each.
+    assert info["n_rows"] == int(np.sum(weight > 0))
+    assert info["shard_bytes_per_row"] == 28.0
+    assert 28.0 < info["shard_peak_bytes_per_row"] <= 28.0 + 3 * 9
     local = silva.RandomForestClassifier(bootstrap="poisson", **params).fit(
         X, y, sample_weight=weight)
     assert any(e.tree_.is_categorical.any() for e in model.estimators_)

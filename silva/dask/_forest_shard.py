@@ -74,3 +74,14 @@ class ForestShard(RowShard):
         and for the trees being grown."""
         held = sum(a.nbytes for a in (self.codes, self.y, self.weight, self.global_rows))
         return held + sum(a.nbytes for tree in self.trees for a in tree)
+
+    def start_trees(self, tree_seeds, rate):
+        answer = super().start_trees(tree_seeds, rate)
+        # The most this shard holds during the fit: right after the roots, when every
+        # tree of the batch still has all its in-bag rows open.
+        self.peak_bytes = max(getattr(self, "peak_bytes", 0), self.memory_bytes())
+        return answer
+
+    def peak_memory_bytes(self):
+        """The most :meth:`memory_bytes` has been at the start of a batch of trees."""
+        return getattr(self, "peak_bytes", self.memory_bytes())

@@ -14,7 +14,7 @@ index, so no worker needs the others' rows to draw it (Spark MLlib's bagging). A
 3. bins each partition where it is computed, keeps each row's global index, and starts
    one :class:`~silva.dask._forest_shard.ForestShard` actor per worker on its binned
    partitions (raw rows never leave the task that reads them);
-4. grows the trees :data:`silva.forest.LEVELWISE_BATCH` at a time with
+4. grows the trees ``trees_per_round`` (default 8) at a time with
    :func:`silva.engine.levelwise_grower.grow_levelwise_trees`: per batch one round trip
    for the roots' histograms and one per level (every node of every tree of the batch),
    the histograms summed on the client.
@@ -67,7 +67,7 @@ from silva.forest import (
     RandomForestRegressor,
 )
 
-_DASK_PARAMS = ("client", "on_worker_loss", "bin_subsample")
+_DASK_PARAMS = ("client", "on_worker_loss", "bin_subsample", "trees_per_round")
 
 
 class _BinningTables:
@@ -94,11 +94,13 @@ class _DaskForest:
         return is_classifier(self)
 
     def __init__(self, *, client=None, on_worker_loss="recover",
-                 bin_subsample=DEFAULT_BIN_SAMPLE, bootstrap=POISSON, **params):
+                 bin_subsample=DEFAULT_BIN_SAMPLE, trees_per_round=LEVELWISE_BATCH,
+                 bootstrap=POISSON, **params):
         super().__init__(bootstrap=bootstrap, **params)
         self.client = client
         self.on_worker_loss = on_worker_loss
         self.bin_subsample = bin_subsample
+        self.trees_per_round = trees_per_round
 
     @classmethod
     def _get_param_names(cls):
@@ -133,6 +135,7 @@ class _DaskForest:
     def _refuse_unsupported(self, criterion_code):
         owner = type(self).__name__
         _input.check_option(self.on_worker_loss, "on_worker_loss", {"recover", "raise"})
+        _input.check_int(self.trees_per_round, "trees_per_round", 1)
         if not (isinstance(self.bootstrap, str) and self.bootstrap == POISSON):
             raise ValueError(f"{owner}: bootstrap must be 'poisson' (each row's count "
                              "drawn from its global index, which any partition of the "
@@ -256,8 +259,9 @@ class _DaskForest:
             shard_bytes = cluster.call("memory_bytes", what="setting up")
             loaded = time.perf_counter()
             round_trips_loading = cluster.round_trips
-            for start in range(0, len(seeds), LEVELWISE_BATCH):
-                batch = seeds[start:start + LEVELWISE_BATCH]
+            per_round = int(self.trees_per_round)
+            for start in range(0, len(seeds), per_round):
+                batch = seeds[start:start + per_round]
                 cluster.current_tree = start
                 while True:
                     try:
@@ -278,6 +282,7 @@ class _DaskForest:
                 if callbacks and any(self._stop_requested(callbacks, 0, t)
                                      for t in range(start, len(trees))):
                     break
+            peak_bytes = cluster.call("peak_memory_bytes", what="measuring")
         finally:
             cluster.release()
         finished = time.perf_counter()
@@ -290,6 +295,7 @@ class _DaskForest:
             "recoveries": cluster.recoveries,
             "histogram_bytes": counter["histogram_bytes"],
             "shard_bytes_per_row": float(sum(shard_bytes)) / n_total,
+            "shard_peak_bytes_per_row": float(sum(peak_bytes)) / n_total,
             "seconds_loading": loaded - started, "seconds_growing": finished - loaded,
         }
         return self
@@ -382,6 +388,9 @@ _DASK_PARAMETERS = """
         Each row's count in a tree is a Poisson draw keyed by the tree's seed and the
         row's global index (the only bootstrap that any partition of the rows draws
         alike); ``max_samples`` sets its rate.
+    trees_per_round : int, default=8
+        Trees grown together: one round trip per level serves them all, and each costs
+        a worker 9 bytes a row while it grows (bootstrap count, node, open rows).
     **params
         Every other parameter of the single-machine class."""
 

@@ -96,13 +96,14 @@ def _add_exactly(cell, c, n_channels, value):
 
 
 @nb.njit(cache=True, nogil=True)
-def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight,
+def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight, counts,
                      classification):
     """Add to ``hist[slot]`` (``(n_slots, n_features, n_bins, 2 * n_channels)``, zeroed
     by the caller) the CART channels of the ``rows`` whose node has a slot
-    (``slot_of_node[node_of_row[r]] >= 0``): the count, then ``weight`` on class ``y``
-    (classifiers) or ``weight, weight * y, weight * y * y`` (regressors), as
-    :func:`silva.engine.criteria.build_statistics` defines them.
+    (``slot_of_node[node_of_row[r]] >= 0``): the count, then ``w`` on class ``y``
+    (classifiers) or ``w, w * y, w * y * y`` (regressors), as
+    :func:`silva.engine.criteria.build_statistics` defines them, where ``w = weight *
+    counts`` (the sample weight times the bootstrap count, kept as one byte a row).
 
     Each channel is a double-double (high words, then low words: see
     :func:`normalize_histograms`): its rounded value is the correctly rounded sum of the
@@ -120,7 +121,7 @@ def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight,
             if slot < 0:
                 continue
             cell = hist[slot, f, codes_f[r]]
-            w = weight[r]
+            w = weight[r] * counts[r]
             cell[0] += 1.0  # counts are integers: exact
             if classification:
                 _add_exactly(cell, 1 + np.int64(y[r]), n_channels, w)
@@ -252,10 +253,12 @@ class RowShard:
     """One machine's rows for level-wise forests, and the trees being grown on them.
 
     ``codes``: feature-major bin codes ``(n_features, n_rows)`` (uint8); ``y``: class
-    indices (float) or centred targets; ``weight``: sample weights (positive);
+    indices (float) or centred targets; ``weight``: sample weights (rows of zero weight
+    are never in a bag);
     ``global_rows``: each row's index in the whole data (int64), which keys its
-    bootstrap counts. Per tree being grown it keeps the rows' bootstrap weights, their
-    current node (int32) and the rows still in open nodes: 12 bytes a row a tree.
+    bootstrap counts. Per tree being grown it keeps the rows' bootstrap counts (uint8),
+    their current node (int32) and the in-bag rows still in open nodes (int32): at most
+    9 bytes a row a tree.
     """
 
     def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification):
@@ -282,13 +285,15 @@ class RowShard:
         hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins,
                          2 * self.n_channels))
         for t, seed in enumerate(tree_seeds):
-            tree_weight = self.weight * poisson_counts(np.uint64(seed), self.global_rows,
-                                                       float(rate))
-            rows = np.flatnonzero(tree_weight > 0).astype(np.int32)
+            counts = poisson_counts(np.uint64(seed), self.global_rows, float(rate))
+            # In the bag: a positive count and a positive sample weight.
+            rows = np.flatnonzero((counts > 0) & (self.weight > 0)).astype(np.int32)
+            # One byte a row (a Poisson(1) count above 255 has probability 1e-500).
+            counts = counts.astype(np.uint8 if counts.max(initial=0) <= 255 else np.float64)
             node_of_row = np.zeros(self.n_rows, dtype=np.int32)
-            self.trees.append([tree_weight, node_of_row, rows])
+            self.trees.append([counts, node_of_row, rows])
             level_histograms(hist[t:t + 1], self.codes, rows, node_of_row,
-                             np.zeros(1, dtype=np.int64), self.y, tree_weight,
+                             np.zeros(1, dtype=np.int64), self.y, self.weight, counts,
                              self.classification)
         return pack_histograms(hist)
 
@@ -306,7 +311,7 @@ class RowShard:
         for t, request in enumerate(requests):
             if request is None:
                 continue
-            tree_weight, node_of_row, rows = self.trees[t]
+            counts, node_of_row, rows = self.trees[t]
             n_nodes = int(request["left"].max()) + 2
             split_of_node = np.full(n_nodes, -1, dtype=np.int64)
             split_of_node[request["node"]] = np.arange(request["node"].shape[0])
@@ -324,7 +329,7 @@ class RowShard:
             hist = np.zeros((build.shape[0], self.n_features, self.n_bins,
                              2 * self.n_channels))
             level_histograms(hist, self.codes, rows, node_of_row, slot_of_node, self.y,
-                             tree_weight, self.classification)
+                             self.weight, counts, self.classification)
             out.append(hist)
         if not out:
             out = [np.empty((0, self.n_features, self.n_bins, 2 * self.n_channels))]
@@ -332,9 +337,9 @@ class RowShard:
 
     def leaf_rows(self, t):
         """Tree ``t``'s in-bag rows and their final nodes (after its last level)."""
-        tree_weight, node_of_row, _ = self.trees[t]
-        inbag = np.flatnonzero(tree_weight > 0)
-        return inbag, node_of_row[inbag], tree_weight[inbag]
+        counts, node_of_row, _ = self.trees[t]
+        inbag = np.flatnonzero((counts > 0) & (self.weight > 0))
+        return inbag, node_of_row[inbag], self.weight[inbag] * counts[inbag]
 
     def end_trees(self):
         self.trees = []
