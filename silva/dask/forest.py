@@ -282,6 +282,7 @@ class _DaskForest:
                 if callbacks and any(self._stop_requested(callbacks, 0, t)
                                      for t in range(start, len(trees))):
                     break
+            round_trips = cluster.round_trips - round_trips_loading
             peak_bytes = cluster.call("peak_memory_bytes", what="measuring")
         finally:
             cluster.release()
@@ -291,7 +292,7 @@ class _DaskForest:
         self.dask_fit_ = {
             "n_workers": len(shard_bytes), "n_rows": n_total,
             "bin_sample_rows": int(sum(wanted)),
-            "round_trips": cluster.round_trips - round_trips_loading,
+            "round_trips": round_trips,
             "recoveries": cluster.recoveries,
             "histogram_bytes": counter["histogram_bytes"],
             "shard_bytes_per_row": float(sum(shard_bytes)) / n_total,
