@@ -5,6 +5,7 @@ are CART's best, and the default forests left alone."""
 import numpy as np
 import pytest
 from sklearn.datasets import make_classification, make_regression
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import silva
 from silva.engine.levelwise import (
@@ -146,3 +147,26 @@ def test_default_forest_is_unchanged_and_options_checked(classification):
     with pytest.raises(ValueError, match="balanced_subsample"):
         silva.RandomForestClassifier(bootstrap="poisson",
                                      class_weight="balanced_subsample").fit(X, y)
+
+
+def test_saved_and_loaded(tmp_path):
+    X, y = make_regression(300, 4, noise=1.0, random_state=1)
+    forest = silva.RandomForestRegressor(n_estimators=4, bootstrap="poisson", max_depth=5,
+                                         random_state=0).fit(X, y)
+    forest.save(tmp_path / "forest.silva")
+    loaded = silva.load(tmp_path / "forest.silva")
+    np.testing.assert_array_equal(loaded.predict(X), forest.predict(X))
+    np.testing.assert_array_equal(loaded.predict_quantiles(X[:5]),
+                                  forest.predict_quantiles(X[:5]))
+
+
+@parametrize_with_checks(
+    [silva.RandomForestClassifier(n_estimators=3, bootstrap="poisson", random_state=0),
+     silva.ExtraTreesRegressor(n_estimators=3, bootstrap="poisson", random_state=0)],
+    expected_failed_checks=lambda estimator: {
+        # Counts keyed by row index: a repeated row gets its own draw, a row of weight
+        # 2 one draw doubled: two different forests (as for bootstrap=True).
+        "check_sample_weight_equivalence_on_dense_data":
+            "the bootstrap counts rows, not weights"})
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
