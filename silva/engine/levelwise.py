@@ -149,18 +149,30 @@ def normalize_histograms(hist):
             flat[i, c] = total
 
 
+@nb.njit(cache=True, nogil=True)
+def _add_exactly_all(total, other, sign):
+    n_channels = total.shape[1] // 2
+    for i in range(total.shape[0]):
+        for c in range(n_channels):
+            high = total[i, c]
+            value = sign * other[i, c]
+            summed = high + value
+            virtual = summed - high
+            low = (total[i, n_channels + c]
+                   + ((high - (summed - virtual)) + (value - virtual)
+                      + sign * other[i, n_channels + c]))
+            renormalized = summed + low
+            total[i, n_channels + c] = low - (renormalized - summed)
+            total[i, c] = renormalized
+
+
 def add_histograms(total, other, sign=1.0):
     """``total += sign * other`` for double-double histograms (see
-    :func:`level_histograms`), renormalised: the sums of shards' histograms, or a
-    parent's minus a child's (the subtraction trick), each as exact as the rows'."""
-    n_channels = total.shape[-1] // 2
-    high, low = total[..., :n_channels], total[..., n_channels:]
-    value = sign * other[..., :n_channels]
-    summed = high + value
-    virtual = summed - high
-    low += (high - (summed - virtual)) + (value - virtual) + sign * other[..., n_channels:]
-    high[...] = summed
-    normalize_histograms(total)
+    :func:`level_histograms`; both C-contiguous), renormalised: the sums of shards'
+    histograms, or a parent's minus a child's (the subtraction trick), each as exact
+    as the rows'."""
+    _add_exactly_all(total.reshape(-1, total.shape[-1]),
+                     np.ascontiguousarray(other).reshape(-1, other.shape[-1]), float(sign))
     return total
 
 
@@ -219,7 +231,10 @@ def pack_histograms(hist):
 
 
 def unpack_histograms(packed):
-    """The dense histograms of :func:`pack_histograms`' result."""
+    """The dense histograms of :func:`pack_histograms`' result (or ``packed`` itself,
+    a dense array from a shard that does not pack)."""
+    if isinstance(packed, np.ndarray):
+        return packed
     shape, cells, values = packed
     hist = np.zeros(shape)
     flat = hist.reshape(-1, shape[-1])
@@ -233,6 +248,8 @@ def unpack_histograms(packed):
 
 def packed_bytes(packed):
     """Bytes of :func:`pack_histograms`' result (what travels)."""
+    if isinstance(packed, np.ndarray):
+        return packed.nbytes
     _, cells, values = packed
     return values.nbytes + (0 if cells is None else cells.nbytes)
 
@@ -261,7 +278,8 @@ class RowShard:
     9 bytes a row a tree.
     """
 
-    def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification):
+    def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification,
+                 pack=False):
         self.codes = codes
         self.y = y
         self.weight = weight
@@ -271,6 +289,7 @@ class RowShard:
         self.n_bins = int(n_bins)
         self.n_channels = int(n_channels)
         self.classification = bool(classification)
+        self.pack = bool(pack)  # histograms that travel are packed, in-process ones not
         self.trees = []
 
     def has_missing(self, missing_bin):
@@ -280,7 +299,8 @@ class RowShard:
     def start_trees(self, tree_seeds, rate):
         """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots' local
         histograms ``(n_trees, n_features, n_bins, 2 * n_channels)`` (double-double:
-        see :func:`level_histograms`; packed by :func:`pack_histograms`)."""
+        see :func:`level_histograms`; packed by :func:`pack_histograms` when the
+        shard packs)."""
         self.trees = []
         hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins,
                          2 * self.n_channels))
@@ -295,19 +315,21 @@ class RowShard:
             level_histograms(hist[t:t + 1], self.codes, rows, node_of_row,
                              np.zeros(1, dtype=np.int64), self.y, self.weight, counts,
                              self.classification)
-        return pack_histograms(hist)
+        return pack_histograms(hist) if self.pack else hist
 
     def split_level(self, requests):
         """Apply one level's splits to each tree's rows and return the local histograms
-        of the children asked for, stacked in request order (packed by
-        :func:`pack_histograms`).
+        of the children asked for, stacked in request order (packed, when the shard
+        packs, by :func:`pack_histograms`).
 
         ``requests[t]`` is ``None`` (tree ``t`` has no split left) or a dict of arrays,
         one entry per split of the level: ``node``, ``feature``, ``split_bin``,
         ``missing_left``, ``is_categorical``, ``bitset``, ``left`` (the left child's id,
         the right's is the next), ``child_open`` (per child of the level, whether it
         will be split), ``build`` (the child id whose histogram is wanted, or -1)."""
-        out = []
+        n_built = sum(int(np.sum(r["build"] >= 0)) for r in requests if r is not None)
+        out = np.zeros((n_built, self.n_features, self.n_bins, 2 * self.n_channels))
+        first = 0
         for t, request in enumerate(requests):
             if request is None:
                 continue
@@ -326,14 +348,11 @@ class RowShard:
                 continue
             slot_of_node = np.full(n_nodes, -1, dtype=np.int64)
             slot_of_node[build] = np.arange(build.shape[0])
-            hist = np.zeros((build.shape[0], self.n_features, self.n_bins,
-                             2 * self.n_channels))
-            level_histograms(hist, self.codes, rows, node_of_row, slot_of_node, self.y,
-                             self.weight, counts, self.classification)
-            out.append(hist)
-        if not out:
-            out = [np.empty((0, self.n_features, self.n_bins, 2 * self.n_channels))]
-        return pack_histograms(np.concatenate(out))
+            level_histograms(out[first:first + build.shape[0]], self.codes, rows,
+                             node_of_row, slot_of_node, self.y, self.weight, counts,
+                             self.classification)
+            first += build.shape[0]
+        return pack_histograms(out) if self.pack else out
 
     def leaf_rows(self, t):
         """Tree ``t``'s in-bag rows and their final nodes (after its last level)."""

@@ -248,7 +248,8 @@ def _sum_histograms(answers, counter):
     """The shards' double-double histograms (packed) summed, as exactly as each
     shard's: the result does not depend on how the rows are spread. Counts the bytes
     received."""
-    total = np.array(unpack_histograms(answers[0]), copy=True)
+    # The answers are new arrays (the shards keep none): summed into the first.
+    total = unpack_histograms(answers[0])
     for answer in answers[1:]:
         add_histograms(total, unpack_histograms(answer))
     if counter is not None:
