@@ -18,6 +18,7 @@ distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
+dask = pytest.importorskip("dask")
 
 import silva  # noqa: E402
 import silva.dask  # noqa: E402
@@ -604,3 +605,23 @@ def test_forest_recovers_from_a_lost_worker_or_names_it():
             doomed.fit(dX, dy, callbacks=[close_a_worker])
         assert caught.value.address == close_a_worker.victim
         assert not hasattr(doomed, "estimators_")
+
+
+def test_forest_multiclass_dataframe_and_empty_partition(client):
+    """Three classes, a dask DataFrame with an empty partition: the single machine's
+    forest, and lazy predictions on the frame."""
+    X, _, y_regression = _data(n=900, n_features=4, seed=2)
+    y = np.digitize(y_regression, [-0.5, 1.0])  # classes 0, 1, 2
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    parts = [frame.iloc[:300], frame.iloc[300:300], frame.iloc[300:]]
+    dX = dd.from_delayed([dask.delayed(p) for p in parts], meta=frame.iloc[:0])
+    labels = pd.Series(y)
+    dy = dd.from_delayed([dask.delayed(labels.iloc[:300]), dask.delayed(labels.iloc[300:300]),
+                          dask.delayed(labels.iloc[300:])], meta=labels.iloc[:0])
+    params = dict(n_estimators=3, max_depth=5, random_state=1)
+    model = silva.dask.DaskRandomForestClassifier(client=client, **params).fit(dX, dy)
+    local = silva.RandomForestClassifier(bootstrap="poisson", **params).fit(frame, y)
+    assert list(model.classes_) == [0, 1, 2]
+    _assert_same_forest(model, local)
+    lazy = model.predict_proba(dX)
+    np.testing.assert_array_equal(lazy.compute().to_numpy(), local.predict_proba(frame))
