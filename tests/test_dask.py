@@ -599,8 +599,11 @@ def test_forest_recovers_from_a_lost_worker_or_names_it():
         assert forest.dask_fit_["recoveries"] == 1
         _assert_same_forest(forest, reference)
 
+        # (histograms summed between the workers: the reduction's tasks meet the loss)
         doomed = silva.dask.DaskRandomForestClassifier(client=own_client,
-                                                       on_worker_loss="raise", **params)
+                                                       on_worker_loss="raise",
+                                                       histogram_reduction="workers",
+                                                       **params)
         with pytest.raises(WorkerLostError, match="failed or was lost") as caught:
             doomed.fit(dX, dy, callbacks=[close_a_worker])
         assert caught.value.address == close_a_worker.victim
@@ -625,3 +628,21 @@ def test_forest_multiclass_dataframe_and_empty_partition(client):
     _assert_same_forest(model, local)
     lazy = model.predict_proba(dX)
     np.testing.assert_array_equal(lazy.compute().to_numpy(), local.predict_proba(frame))
+
+
+def test_forest_histograms_summed_between_workers(client):
+    """``histogram_reduction="workers"``: a tree of tasks sums the histograms, one
+    total reaches the client, and the forest is the same."""
+    X, y, _ = _data(n=1200)
+    dX, dy = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    params = dict(n_estimators=4, max_depth=5, random_state=0)
+    on_client = silva.dask.DaskRandomForestClassifier(client=client, **params).fit(dX, dy)
+    between = silva.dask.DaskRandomForestClassifier(
+        client=client, histogram_reduction="workers", **params).fit(dX, dy)
+    _assert_same_forest(between, on_client)
+    assert on_client.dask_fit_["histogram_bytes_between_workers"] == 0
+    assert between.dask_fit_["histogram_bytes_between_workers"] > 0
+    assert between.dask_fit_["histogram_bytes"] < on_client.dask_fit_["histogram_bytes"]
+    with pytest.raises(ValueError, match="histogram_reduction"):
+        silva.dask.DaskRandomForestClassifier(client=client,
+                                              histogram_reduction="ring").fit(dX, dy)

@@ -54,7 +54,13 @@ from silva.dask.boosting import (
 from silva.engine import criteria
 from silva.engine.cart import GrownTree
 from silva.engine.ensemble import PackedTrees
-from silva.engine.levelwise import reproducible_offset
+from silva.engine.levelwise import (
+    add_histograms,
+    pack_histograms,
+    packed_bytes,
+    reproducible_offset,
+    unpack_histograms,
+)
 from silva.engine.levelwise_grower import grow_levelwise_trees
 from silva.engine.pruning import prune_tree
 from silva.forest import (
@@ -67,7 +73,10 @@ from silva.forest import (
     RandomForestRegressor,
 )
 
-_DASK_PARAMS = ("client", "on_worker_loss", "bin_subsample", "trees_per_round")
+_DASK_PARAMS = ("client", "on_worker_loss", "bin_subsample", "trees_per_round",
+                "histogram_reduction")
+#: The shard methods whose answers are histograms (summed on the client or reduced).
+_HISTOGRAM_METHODS = ("start_trees", "split_level")
 
 
 class _BinningTables:
@@ -95,12 +104,13 @@ class _DaskForest:
 
     def __init__(self, *, client=None, on_worker_loss="recover",
                  bin_subsample=DEFAULT_BIN_SAMPLE, trees_per_round=LEVELWISE_BATCH,
-                 bootstrap=POISSON, **params):
+                 histogram_reduction="client", bootstrap=POISSON, **params):
         super().__init__(bootstrap=bootstrap, **params)
         self.client = client
         self.on_worker_loss = on_worker_loss
         self.bin_subsample = bin_subsample
         self.trees_per_round = trees_per_round
+        self.histogram_reduction = histogram_reduction
 
     @classmethod
     def _get_param_names(cls):
@@ -136,6 +146,8 @@ class _DaskForest:
         owner = type(self).__name__
         _input.check_option(self.on_worker_loss, "on_worker_loss", {"recover", "raise"})
         _input.check_int(self.trees_per_round, "trees_per_round", 1)
+        _input.check_option(self.histogram_reduction, "histogram_reduction",
+                            {"client", "workers"})
         if not (isinstance(self.bootstrap, str) and self.bootstrap == POISSON):
             raise ValueError(f"{owner}: bootstrap must be 'poisson' (each row's count "
                              "drawn from its global index, which any partition of the "
@@ -266,9 +278,8 @@ class _DaskForest:
                 while True:
                     try:
                         trees += grow_levelwise_trees(
-                            lambda method, *args, first=start: cluster.call(
-                                method, *args, what=f"trees {first}+ ({method})"),
-                            level_rules, batch, rate, counter)
+                            self._shard_caller(cluster, start, counter), level_rules,
+                            batch, rate, counter)
                         break
                     except WorkerLostError as lost:
                         if self.on_worker_loss != "recover":
@@ -295,11 +306,27 @@ class _DaskForest:
             "round_trips": round_trips,
             "recoveries": cluster.recoveries,
             "histogram_bytes": counter["histogram_bytes"],
+            "histogram_bytes_between_workers": counter.get("worker_bytes", 0),
             "shard_bytes_per_row": float(sum(shard_bytes)) / n_total,
             "shard_peak_bytes_per_row": float(sum(peak_bytes)) / n_total,
             "seconds_loading": loaded - started, "seconds_growing": finished - loaded,
         }
         return self
+
+    def _shard_caller(self, cluster, first_tree, counter):
+        """The driver's ``call(method, *args)``: every shard's answer to the client, or,
+        with ``histogram_reduction="workers"``, histograms summed by a tree of tasks
+        between the workers (:meth:`~silva.dask._grower.Cluster.reduce`) and only the
+        total to the client; ``counter["worker_bytes"]`` counts what moved between
+        workers."""
+        def call(method, *args):
+            what = f"trees {first_tree}+ ({method})"
+            if self.histogram_reduction == "workers" and method in _HISTOGRAM_METHODS:
+                total, moved = cluster.reduce(method, args, _sum_packed, what=what)
+                counter["worker_bytes"] = counter.get("worker_bytes", 0) + moved
+                return [total]
+            return cluster.call(method, *args, what=what)
+        return call
 
     @staticmethod
     def _recover(cluster, lost_address, start_shards):
@@ -375,6 +402,17 @@ class _DaskForest:
             self.__dict__.pop(name, None)
 
 
+def _sum_packed(first, second):
+    """Two shards' packed histograms summed on a worker (one step of the reduction
+    between workers): ``(packed total, bytes moved so far)``, counting the smaller
+    input as the one the scheduler moved."""
+    (a, moved_a), (b, moved_b) = first, second
+    total = unpack_histograms(a)
+    add_histograms(total, unpack_histograms(b))
+    moved = moved_a + moved_b + min(packed_bytes(a), packed_bytes(b))
+    return pack_histograms(total), moved
+
+
 _DASK_PARAMETERS = """
     client : distributed.Client or None, default=None
         The cluster to train on; None: ``distributed.get_client()``.
@@ -392,6 +430,10 @@ _DASK_PARAMETERS = """
     trees_per_round : int, default=8
         Trees grown together: one round trip per level serves them all, and each costs
         a worker 9 bytes a row while it grows (bootstrap count, node, open rows).
+    histogram_reduction : {"client", "workers"}, default="client"
+        Where the workers' histograms are summed: on the client (every worker sends
+        its own), or by a tree of tasks between the workers (log2(workers) steps; one
+        total reaches the client). The sums are exact either way: the same trees.
     **params
         Every other parameter of the single-machine class."""
 
