@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 SIDES = ("silva-dask", "silva-local", "lightgbm-dask", "xgboost-dask",
-         "silva-dask-forest", "silva-local-forest")
+         "silva-dask-forest", "silva-dask-forest-workers", "silva-local-forest")
 #: The forest sides: random forests of ``--trees`` trees of this depth, sqrt(features)
 #: candidates per node, the Poisson bootstrap (``bootstrap="poisson"``) on both sides.
 FOREST_DEPTH = 10
@@ -144,10 +144,11 @@ def run_side(args):
             out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
             out["wait_s"] = info["seconds_boosting_waiting_on_workers"]
             proba = model.to_local().predict_proba(X_test)[:, 1]
-        elif side == "silva-dask-forest":
+        elif side in ("silva-dask-forest", "silva-dask-forest-workers"):
             from silva.dask import DaskRandomForestClassifier
             params = dict(n_estimators=args.trees, max_depth=FOREST_DEPTH, random_state=0,
-                          client=client)
+                          client=client, histogram_reduction=(
+                              "workers" if side.endswith("workers") else "client"))
             DaskRandomForestClassifier(**{**params, "n_estimators": 2}).fit(*small)
             t0 = time.perf_counter()
             model = DaskRandomForestClassifier(**params).fit(
@@ -163,6 +164,8 @@ def run_side(args):
             out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
             out["shard_bytes_per_row"] = info["shard_bytes_per_row"]
             out["shard_peak_bytes_per_row"] = info["shard_peak_bytes_per_row"]
+            out["worker_bytes_per_tree"] = (info["histogram_bytes_between_workers"]
+                                            / args.trees)
             proba = model.to_local().predict_proba(X_test)[:, 1]
         elif side == "lightgbm-dask":
             import lightgbm
@@ -262,6 +265,10 @@ def _table(rows, args):
                   if "histogram_bytes_per_tree" in r else "")
         lines.append(f"| {r['side']} | {r['fit_s']:.2f} | {r['per_tree_s']:.3f} | {ratio} "
                      f"| {r['auc']:.5f} | {boost} | {trips} | {volume} |")
+    for r in rows:
+        if "worker_bytes_per_tree" in r:
+            lines.append(f"- {r['side']}: histogram MB per tree moved between workers "
+                         f"{r['worker_bytes_per_tree'] / 1e6:.2f}")
     forest = next((r for r in rows if r["side"] == "silva-dask-forest"), None)
     if forest:
         local_forest = next((r for r in rows if r["side"] == "silva-local-forest"), None)
