@@ -9,12 +9,13 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import silva
 from silva.engine.levelwise import (
+    HistogramAccumulator,
     RowShard,
-    add_histograms,
-    pack_histograms,
+    node_histograms,
     poisson_counts,
     reproducible_offset,
-    unpack_histograms,
+    split_node_histograms,
+    sum_node_histograms,
 )
 
 
@@ -45,31 +46,43 @@ def test_histograms_do_not_depend_on_how_rows_are_split():
     parts = [RowShard(np.ascontiguousarray(codes[:, s]), y[s], weight[s],
                       np.arange(n, dtype=np.int64)[s], 5, 4, False)
              for s in (slice(cut, None), slice(0, cut))]
-    reference = unpack_histograms(whole.start_trees([11], 1.0))
-    summed = unpack_histograms(parts[0].start_trees([11], 1.0))
-    add_histograms(summed, unpack_histograms(parts[1].start_trees([11], 1.0)))
-    np.testing.assert_array_equal(summed[..., :4], reference[..., :4])
+    [(cells, reference)] = sum_node_histograms([whole.start_trees([11], 1.0)], 10, 4)
+    [(summed_cells, summed)] = sum_node_histograms(
+        [part.start_trees([11], 1.0) for part in parts], 10, 4)
+    np.testing.assert_array_equal(summed_cells, cells)
+    np.testing.assert_array_equal(summed[:, :4], reference[:, :4])
     # The rounded channel equals an exact (fsum) sum over the rows of each bin.
     import math
     counts = poisson_counts(np.uint64(11), np.arange(n, dtype=np.int64), 1.0)
     in_bin = codes[0] == 2
     exact = math.fsum(counts[in_bin] * weight[in_bin] * y[in_bin])
-    assert reference[0, 0, 2, 2] == exact
+    assert reference[list(cells).index(2), 2] == exact
 
 
-def test_packed_histograms_round_trip():
-    rng = np.random.RandomState(1)
-    dense = np.zeros((2, 3, 8, 4))
-    dense[0, 1, 2] = [2.0, 1.5, 0.25, 1e-17]
-    dense[1, 2, 7] = [1.0, 3.0, 0.0, 0.0]
-    packed = pack_histograms(dense)
-    assert packed[1] is not None and packed[1].shape == (2,)  # two cells hold rows
-    np.testing.assert_array_equal(unpack_histograms(packed), dense)
-    integer = np.zeros((1, 2, 3, 4))
-    integer[..., :2] = rng.randint(1, 5, size=(1, 2, 3, 2))
-    packed = pack_histograms(integer)
-    assert packed[1] is None and packed[2].shape == (6, 2)  # dense, low words dropped
-    np.testing.assert_array_equal(unpack_histograms(packed), integer)
+def test_node_histograms_round_trip():
+    """Only the cells that hold rows travel; low words only when some is not zero."""
+    node_a = (np.array([3, 7]), np.array([[2.0, 1.5, 0.25, 1e-17, 0, 0, 1e-20, 0],
+                                          [1.0, 3.0, 0.0, 0.0, 0, 0, 0, 0]]))
+    node_b = (np.array([1]), np.array([[4.0, 1.0, 2.0, 3.0, 0, 0, 0, 0]]))
+    answer = node_histograms([node_a, node_b], 4)
+    assert answer[2].shape == (3, 8)
+    for (cells, values), (c, v) in zip(split_node_histograms(answer, 4),
+                                       [node_a, node_b], strict=True):
+        np.testing.assert_array_equal(cells, c)
+        np.testing.assert_array_equal(values, v)
+    integer = node_histograms([(np.array([0]), np.array([[1.0, 1, 0, 0, 0, 0, 0, 0]]))], 4)
+    assert integer[2].shape == (1, 4)  # the low words, all zero, stay home
+    np.testing.assert_array_equal(split_node_histograms(integer, 4)[0][1],
+                                  [[1.0, 1, 0, 0, 0, 0, 0, 0]])
+    # A parent minus a child keeps the cells that still hold rows.
+    accumulator = HistogramAccumulator(10, 4)
+    parent = (np.array([1, 3]), np.array([[3.0, 3, 0, 0, 0, 0, 0, 0],
+                                          [1.0, 1, 0, 0, 0, 0, 0, 0]]))
+    child = (np.array([3]), np.array([[1.0, 1, 0, 0, 0, 0, 0, 0]]))
+    cells, values = accumulator.difference(parent, child)
+    np.testing.assert_array_equal(cells, [1])
+    np.testing.assert_array_equal(values, [[3.0, 3, 0, 0, 0, 0, 0, 0]])
+    assert not accumulator.cells.any()
 
 
 def test_reproducible_offset():

@@ -67,7 +67,7 @@ class ForestShard(RowShard):
         super().__init__(codes, np.concatenate([p.y for p in parts]),
                          np.concatenate([p.weight for p in parts]),
                          np.concatenate([p.global_rows for p in parts]), n_bins,
-                         n_channels, classification, pack=True)
+                         n_channels, classification)
 
     def memory_bytes(self):
         """Bytes this shard holds for its rows (codes, targets, weights, row indices)

@@ -35,6 +35,7 @@ one machine), ``warm_start``, ``class_weight="balanced_subsample"``, ``max_leaf_
 ``min_significance``, the absolute_error and poisson criteria.
 """
 
+import functools
 import time
 
 import numpy as np
@@ -55,11 +56,10 @@ from silva.engine import criteria
 from silva.engine.cart import GrownTree
 from silva.engine.ensemble import PackedTrees
 from silva.engine.levelwise import (
-    add_histograms,
-    pack_histograms,
-    packed_bytes,
+    histogram_bytes,
+    node_histograms,
     reproducible_offset,
-    unpack_histograms,
+    sum_node_histograms,
 )
 from silva.engine.levelwise_grower import grow_levelwise_trees
 from silva.engine.pruning import prune_tree
@@ -278,7 +278,8 @@ class _DaskForest:
                 while True:
                     try:
                         trees += grow_levelwise_trees(
-                            self._shard_caller(cluster, start, counter), level_rules,
+                            self._shard_caller(cluster, start, counter, *shard_args[:2]),
+                            level_rules,
                             batch, rate, counter)
                         break
                     except WorkerLostError as lost:
@@ -313,16 +314,20 @@ class _DaskForest:
         }
         return self
 
-    def _shard_caller(self, cluster, first_tree, counter):
+    def _shard_caller(self, cluster, first_tree, counter, cluster_bins, channels):
         """The driver's ``call(method, *args)``: every shard's answer to the client, or,
         with ``histogram_reduction="workers"``, histograms summed by a tree of tasks
         between the workers (:meth:`~silva.dask._grower.Cluster.reduce`) and only the
         total to the client; ``counter["worker_bytes"]`` counts what moved between
         workers."""
+        n_cells = self.n_features_in_ * cluster_bins
+        n_channels = channels
+
         def call(method, *args):
             what = f"trees {first_tree}+ ({method})"
             if self.histogram_reduction == "workers" and method in _HISTOGRAM_METHODS:
-                total, moved = cluster.reduce(method, args, _sum_packed, what=what)
+                total, moved = cluster.reduce(method, args, functools.partial(
+                    _sum_packed, n_cells=n_cells, n_channels=n_channels), what=what)
                 counter["worker_bytes"] = counter.get("worker_bytes", 0) + moved
                 return [total]
             return cluster.call(method, *args, what=what)
@@ -402,15 +407,13 @@ class _DaskForest:
             self.__dict__.pop(name, None)
 
 
-def _sum_packed(first, second):
-    """Two shards' packed histograms summed on a worker (one step of the reduction
-    between workers): ``(packed total, bytes moved so far)``, counting the smaller
-    input as the one the scheduler moved."""
+def _sum_packed(first, second, n_cells, n_channels):
+    """Two shards' node histograms summed on a worker (one step of the reduction
+    between workers): ``(total, bytes moved so far)``, counting the smaller input as
+    the one the scheduler moved."""
     (a, moved_a), (b, moved_b) = first, second
-    total = unpack_histograms(a)
-    add_histograms(total, unpack_histograms(b))
-    moved = moved_a + moved_b + min(packed_bytes(a), packed_bytes(b))
-    return pack_histograms(total), moved
+    total = node_histograms(sum_node_histograms([a, b], n_cells, n_channels), n_channels)
+    return total, moved_a + moved_b + min(histogram_bytes(a), histogram_bytes(b))
 
 
 _DASK_PARAMETERS = """

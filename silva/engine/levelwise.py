@@ -96,31 +96,28 @@ def _add_exactly(cell, c, n_channels, value):
 
 
 @nb.njit(cache=True, nogil=True)
-def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight, counts,
-                     classification):
-    """Add to ``hist[slot]`` (``(n_slots, n_features, n_bins, 2 * n_channels)``, zeroed
-    by the caller) the CART channels of the ``rows`` whose node has a slot
-    (``slot_of_node[node_of_row[r]] >= 0``): the count, then ``w`` on class ``y``
-    (classifiers) or ``w, w * y, w * y * y`` (regressors), as
+def slot_histograms(hist, codes, rows, row_slots, first_slot, y, weight, counts,
+                    classification):
+    """Add to ``hist[row_slots[i] - first_slot]`` (``(n_slots, n_features, n_bins,
+    2 * n_channels)``) the CART channels of each of ``rows``: the count, then ``w`` on
+    class ``y`` (classifiers) or ``w, w * y, w * y * y`` (regressors), as
     :func:`silva.engine.criteria.build_statistics` defines them, where ``w = weight *
     counts`` (the sample weight times the bootstrap count, kept as one byte a row).
 
     Each channel is a double-double (high words, then low words: see
-    :func:`normalize_histograms`): its rounded value is the correctly rounded sum of the
-    rows' values (but where the exact sum lies within about ``n_rows * 2**-106`` of a
-    rounding boundary), whatever the order the rows are added in and however they are
-    spread over shards. So sums over shards equal the single machine's bit for bit, and
-    the trees grown from them are the same, ties between splits included."""
+    :func:`normalize_histograms`, which the caller applies): its rounded value is the
+    correctly rounded sum of the rows' values (but where the exact sum lies within about
+    ``n_rows * 2**-106`` of a rounding boundary), whatever the order the rows are added
+    in and however they are spread over shards. So sums over shards equal the single
+    machine's bit for bit, and the trees grown from them are the same, ties between
+    splits included."""
     n_features = codes.shape[0]
     n_channels = hist.shape[3] // 2
     for f in range(n_features):
         codes_f = codes[f]
         for i in range(rows.shape[0]):
             r = rows[i]
-            slot = slot_of_node[node_of_row[r]]
-            if slot < 0:
-                continue
-            cell = hist[slot, f, codes_f[r]]
+            cell = hist[row_slots[i] - first_slot, f, codes_f[r]]
             w = weight[r] * counts[r]
             cell[0] += 1.0  # counts are integers: exact
             if classification:
@@ -130,7 +127,6 @@ def level_histograms(hist, codes, rows, node_of_row, slot_of_node, y, weight, co
                 _add_exactly(cell, 1, n_channels, w)
                 _add_exactly(cell, 2, n_channels, wy)
                 _add_exactly(cell, 3, n_channels, wy * y[r])
-    normalize_histograms(hist)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -147,33 +143,6 @@ def normalize_histograms(hist):
             total = high + low
             flat[i, n_channels + c] = low - (total - high)
             flat[i, c] = total
-
-
-@nb.njit(cache=True, nogil=True)
-def _add_exactly_all(total, other, sign):
-    n_channels = total.shape[1] // 2
-    for i in range(total.shape[0]):
-        for c in range(n_channels):
-            high = total[i, c]
-            value = sign * other[i, c]
-            summed = high + value
-            virtual = summed - high
-            low = (total[i, n_channels + c]
-                   + ((high - (summed - virtual)) + (value - virtual)
-                      + sign * other[i, n_channels + c]))
-            renormalized = summed + low
-            total[i, n_channels + c] = low - (renormalized - summed)
-            total[i, c] = renormalized
-
-
-def add_histograms(total, other, sign=1.0):
-    """``total += sign * other`` for double-double histograms (see
-    :func:`level_histograms`; both C-contiguous), renormalised: the sums of shards'
-    histograms, or a parent's minus a child's (the subtraction trick), each as exact
-    as the rows'."""
-    _add_exactly_all(total.reshape(-1, total.shape[-1]),
-                     np.ascontiguousarray(other).reshape(-1, other.shape[-1]), float(sign))
-    return total
 
 
 @nb.njit(cache=True, nogil=True)
@@ -210,48 +179,108 @@ def apply_level_splits(codes, rows, node_of_row, split_of_node, features, split_
     return kept[:n_kept].copy()
 
 
-def pack_histograms(hist):
-    """``hist`` (double-double: high words, then low words) for the wire:
-    ``(shape, cells, values)``. ``cells`` is None (``values`` is every cell) or, when
-    that is smaller, the indices of the cells that hold rows (count channel > 0; a cell
-    without rows sums to zero in every channel): deep in a tree most of a node's bins are
-    empty. ``values`` drops the low words when all are zero (integer weights: counts
-    and class counts are exact in the high words alone)."""
-    flat = hist.reshape(-1, hist.shape[-1])
-    n_channels = flat.shape[1] // 2
-    cells = np.flatnonzero(flat[:, 0] > 0)
-    if cells.shape[0] * (flat.itemsize * flat.shape[1] + 8) < flat.nbytes:
-        values = flat[cells]
-        cells = cells.astype(np.int32 if flat.shape[0] < 2**31 else np.int64)
-    else:
-        values, cells = flat, None
+#: Nodes whose histograms a shard builds in one dense buffer (32 x 28 features x 256
+#: bins x 6 channels x 8 bytes = 11 MB), whatever the number of nodes in a level.
+CHUNK_NODES = 32
+
+
+def node_histograms(hist_list, n_channels):
+    """Nodes' double-double histograms as they travel and are kept: ``(offsets,
+    cells, values)``, node ``j`` holding the cells ``cells[offsets[j]:offsets[j + 1]]``
+    (flat ``feature * n_bins + bin``) that hold rows, with their channels ``values``
+    (high words, then low words; the low words are dropped, ``values`` then
+    ``n_channels`` wide, when all are zero: integer weights). A cell without rows sums
+    to zero in every channel, and deep in a tree a node fills few of its cells.
+    ``hist_list``: per node, ``(cells, values)``."""
+    offsets = np.zeros(len(hist_list) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([cells.shape[0] for cells, _ in hist_list])
+    cells = (np.concatenate([c for c, _ in hist_list]).astype(np.int32) if hist_list
+             else np.empty(0, dtype=np.int32))
+    values = (np.concatenate([v for _, v in hist_list]) if hist_list
+              else np.empty((0, 2 * n_channels)))
     if not np.any(values[:, n_channels:]):
         values = np.ascontiguousarray(values[:, :n_channels])
-    return (hist.shape, cells, values)
+    return offsets, cells, values
 
 
-def unpack_histograms(packed):
-    """The dense histograms of :func:`pack_histograms`' result (or ``packed`` itself,
-    a dense array from a shard that does not pack)."""
-    if isinstance(packed, np.ndarray):
-        return packed
-    shape, cells, values = packed
-    hist = np.zeros(shape)
-    flat = hist.reshape(-1, shape[-1])
-    width = values.shape[1]
-    if cells is None:
-        flat[:, :width] = values
-    else:
-        flat[cells, :width] = values
-    return hist
+def split_node_histograms(answer, n_channels):
+    """The per-node ``(cells, values)`` of :func:`node_histograms`' result, values
+    ``2 * n_channels`` wide."""
+    offsets, cells, values = answer
+    if values.shape[1] < 2 * n_channels:
+        values = np.concatenate([values, np.zeros_like(values)], axis=1)
+    return [(cells[offsets[j]:offsets[j + 1]].astype(np.int64),
+             values[offsets[j]:offsets[j + 1]]) for j in range(offsets.shape[0] - 1)]
 
 
-def packed_bytes(packed):
-    """Bytes of :func:`pack_histograms`' result (what travels)."""
-    if isinstance(packed, np.ndarray):
-        return packed.nbytes
-    _, cells, values = packed
-    return values.nbytes + (0 if cells is None else cells.nbytes)
+def histogram_bytes(answer):
+    """Bytes of :func:`node_histograms`' result (what travels)."""
+    return sum(a.nbytes for a in answer)
+
+
+@nb.njit(cache=True, nogil=True)
+def add_cells_exactly(accumulator, cells, values, sign):
+    """``accumulator[cells] += sign * values`` for double-double cells (``values``
+    ``2 * n_channels`` wide), each addition by TwoSum, each cell renormalised after it:
+    the sums of shards' node histograms, or a parent's minus a child's (the subtraction
+    trick), as exact as the rows' own."""
+    n_channels = accumulator.shape[1] // 2
+    for i in range(cells.shape[0]):
+        cell = cells[i]
+        for c in range(n_channels):
+            high = accumulator[cell, c]
+            value = sign * values[i, c]
+            summed = high + value
+            virtual = summed - high
+            low = (accumulator[cell, n_channels + c]
+                   + ((high - (summed - virtual)) + (value - virtual)
+                      + sign * values[i, n_channels + c]))
+            renormalized = summed + low
+            accumulator[cell, n_channels + c] = low - (renormalized - summed)
+            accumulator[cell, c] = renormalized
+
+
+class HistogramAccumulator:
+    """A dense scratch of one node's cells, ``(n_features * n_bins, 2 * n_channels)``,
+    reset after each use (only the cells touched): sums node histograms of several
+    shards, and subtracts a child's from its parent's."""
+
+    def __init__(self, n_cells, n_channels):
+        self.cells = np.zeros((n_cells, 2 * n_channels))
+
+    def total(self, parts):
+        """The exact sum of ``parts`` (``(cells, values)`` each) of one node."""
+        if len(parts) == 1:
+            return parts[0]
+        for cells, values in parts:
+            add_cells_exactly(self.cells, cells, values, 1.0)
+        union = np.unique(np.concatenate([cells for cells, _ in parts]))
+        return self._take(union)
+
+    def difference(self, parent, child):
+        """``parent - child`` (a node's histogram minus one child's: the other
+        child's), keeping the cells that still hold rows."""
+        parent_cells, parent_values = parent
+        self.cells[parent_cells] = parent_values
+        add_cells_exactly(self.cells, child[0], child[1], -1.0)
+        return self._take(parent_cells, rows_only=True)
+
+    def _take(self, cells, rows_only=False):
+        values = self.cells[cells]
+        self.cells[cells] = 0.0
+        if rows_only:
+            keep = values[:, 0] > 0.5  # counts are exact integers
+            cells, values = cells[keep], values[keep]
+        return cells, values
+
+
+def sum_node_histograms(answers, n_cells, n_channels):
+    """The shards' answers (:func:`node_histograms` each, nodes alike) summed node by
+    node: a list of ``(cells, values)``."""
+    per_shard = [split_node_histograms(a, n_channels) for a in answers]
+    accumulator = HistogramAccumulator(n_cells, n_channels)
+    return [accumulator.total([shard[j] for shard in per_shard])
+            for j in range(len(per_shard[0]))]
 
 
 def reproducible_offset(mean):
@@ -278,8 +307,7 @@ class RowShard:
     9 bytes a row a tree.
     """
 
-    def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification,
-                 pack=False):
+    def __init__(self, codes, y, weight, global_rows, n_bins, n_channels, classification):
         self.codes = codes
         self.y = y
         self.weight = weight
@@ -289,7 +317,6 @@ class RowShard:
         self.n_bins = int(n_bins)
         self.n_channels = int(n_channels)
         self.classification = bool(classification)
-        self.pack = bool(pack)  # histograms that travel are packed, in-process ones not
         self.trees = []
 
     def has_missing(self, missing_bin):
@@ -297,14 +324,11 @@ class RowShard:
         return bool(np.any(self.codes == missing_bin))
 
     def start_trees(self, tree_seeds, rate):
-        """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots' local
-        histograms ``(n_trees, n_features, n_bins, 2 * n_channels)`` (double-double:
-        see :func:`level_histograms`; packed by :func:`pack_histograms` when the
-        shard packs)."""
+        """Draw the bootstrap of each tree of ``tree_seeds`` and return the roots'
+        local histograms (:func:`node_histograms`, one node per tree)."""
         self.trees = []
-        hist = np.zeros((len(tree_seeds), self.n_features, self.n_bins,
-                         2 * self.n_channels))
-        for t, seed in enumerate(tree_seeds):
+        roots = []
+        for seed in tree_seeds:
             counts = poisson_counts(np.uint64(seed), self.global_rows, float(rate))
             # In the bag: a positive count and a positive sample weight.
             rows = np.flatnonzero((counts > 0) & (self.weight > 0)).astype(np.int32)
@@ -312,24 +336,45 @@ class RowShard:
             counts = counts.astype(np.uint8 if counts.max(initial=0) <= 255 else np.float64)
             node_of_row = np.zeros(self.n_rows, dtype=np.int32)
             self.trees.append([counts, node_of_row, rows])
-            level_histograms(hist[t:t + 1], self.codes, rows, node_of_row,
-                             np.zeros(1, dtype=np.int64), self.y, self.weight, counts,
-                             self.classification)
-        return pack_histograms(hist) if self.pack else hist
+            roots += self._histograms(rows, np.zeros(rows.shape[0], dtype=np.int64), 1,
+                                      counts)
+        return node_histograms(roots, self.n_channels)
+
+    def _histograms(self, rows, row_slots, n_slots, counts):
+        """``(cells, values)`` of slots ``0 .. n_slots - 1`` from ``rows`` (each in
+        slot ``row_slots``), :data:`CHUNK_NODES` slots at a time."""
+        order = np.argsort(row_slots, kind="stable")
+        rows, row_slots = rows[order], row_slots[order]
+        bounds = np.searchsorted(row_slots, np.arange(0, n_slots + CHUNK_NODES,
+                                                      CHUNK_NODES))
+        buffer = np.zeros((min(CHUNK_NODES, n_slots), self.n_features, self.n_bins,
+                           2 * self.n_channels))
+        flat = buffer.reshape(buffer.shape[0], -1, buffer.shape[-1])
+        out = []
+        for k, first in enumerate(range(0, n_slots, CHUNK_NODES)):
+            lo, hi = bounds[k], bounds[k + 1]
+            slot_histograms(buffer, self.codes, rows[lo:hi], row_slots[lo:hi],
+                            np.int64(first), self.y, self.weight, counts,
+                            self.classification)
+            for j in range(min(CHUNK_NODES, n_slots - first)):
+                cells = np.flatnonzero(flat[j, :, 0] > 0)
+                values = flat[j, cells]
+                flat[j, cells] = 0.0
+                normalize_histograms(values)
+                out.append((cells, values))
+        return out
 
     def split_level(self, requests):
         """Apply one level's splits to each tree's rows and return the local histograms
-        of the children asked for, stacked in request order (packed, when the shard
-        packs, by :func:`pack_histograms`).
+        of the children asked for (:func:`node_histograms`, in request order).
 
         ``requests[t]`` is ``None`` (tree ``t`` has no split left) or a dict of arrays,
         one entry per split of the level: ``node``, ``feature``, ``split_bin``,
         ``missing_left``, ``is_categorical``, ``bitset``, ``left`` (the left child's id,
-        the right's is the next), ``child_open`` (per child of the level, whether it
-        will be split), ``build`` (the child id whose histogram is wanted, or -1)."""
-        n_built = sum(int(np.sum(r["build"] >= 0)) for r in requests if r is not None)
-        out = np.zeros((n_built, self.n_features, self.n_bins, 2 * self.n_channels))
-        first = 0
+        the right's is the next), ``child_open`` (per child of the level, whether its
+        rows are still wanted), ``build`` (the child id whose histogram is wanted, or
+        -1)."""
+        out = []
         for t, request in enumerate(requests):
             if request is None:
                 continue
@@ -348,11 +393,11 @@ class RowShard:
                 continue
             slot_of_node = np.full(n_nodes, -1, dtype=np.int64)
             slot_of_node[build] = np.arange(build.shape[0])
-            level_histograms(out[first:first + build.shape[0]], self.codes, rows,
-                             node_of_row, slot_of_node, self.y, self.weight, counts,
-                             self.classification)
-            first += build.shape[0]
-        return pack_histograms(out) if self.pack else out
+            row_slots = slot_of_node[node_of_row[rows]]
+            wanted = row_slots >= 0
+            out += self._histograms(rows[wanted], row_slots[wanted], build.shape[0],
+                                    counts)
+        return node_histograms(out, self.n_channels)
 
     def leaf_rows(self, t):
         """Tree ``t``'s in-bag rows and their final nodes (after its last level)."""

@@ -28,10 +28,10 @@ import numpy as np
 from silva.engine.binning import ALL_VALUE_BINS, midpoint
 from silva.engine.criteria import EPSILON, impurity, leaf_value, node_weight
 from silva.engine.levelwise import (
-    add_histograms,
+    HistogramAccumulator,
+    histogram_bytes,
     node_seed,
-    packed_bytes,
-    unpack_histograms,
+    sum_node_histograms,
 )
 from silva.engine.nodes import CART_NODE, LEAF, UNDEFINED
 from silva.engine.splitting import make_split_scratch, split_finder
@@ -85,14 +85,18 @@ class _TreeBuild:
         self.rules = rules
         self.seed = np.uint64(seed)
         self.finder = finder
+        # The split search's scratch, rows, the dense histogram it reads (cleared after
+        # each node) and the accumulator of node subtractions.
         self.search = search
         self.nodes = []
         self.level = []  # open nodes of the current level: (node id, histogram)
         self.pending = []  # the level's scheduled splits
 
     def create_root(self, exact_hist):
-        hist = self._rounded(exact_hist)
-        sums = hist[0].sum(axis=0)
+        cells, values = exact_hist
+        n_bins = self.rules.missing_bin + 1
+        # Feature 0's bins hold every row once: the root's channel sums.
+        sums = values[cells < n_bins, :self.rules.n_channels].sum(axis=0)
         self.root_weight = node_weight(self.rules.criterion, sums)
         self.min_weight_leaf = self.rules.min_weight_fraction * self.root_weight
         self._create(sums, exact_hist, 0, -1, 0)
@@ -105,13 +109,8 @@ class _TreeBuild:
                     or node_weight(r.criterion, sums) < 2 * self.min_weight_leaf
                     or impurity(r.criterion, sums) <= EPSILON)
 
-    def _rounded(self, exact_hist):
-        """A double-double histogram's rounded values (its high words)."""
-        return np.ascontiguousarray(exact_hist[..., :self.rules.n_channels])
-
     def _create(self, sums, exact_hist, depth, parent, side):
         r = self.rules
-        hist = None if exact_hist is None else self._rounded(exact_hist)
         node = len(self.nodes)
         values = np.zeros(r.n_values)
         leaf_value(r.criterion, sums, values)
@@ -124,9 +123,14 @@ class _TreeBuild:
         self.nodes.append(row)
         if parent >= 0:
             self.nodes[parent]["left" if side == 0 else "right"] = node
-        if hist is None or not self._splittable(sums, depth):
+        if exact_hist is None or not self._splittable(sums, depth):
             return
-        scratch, dummy = self.search
+        scratch, dummy, hist, _ = self.search
+        # The node's dense histogram (rounded values) in the search's buffer, for the
+        # engine's split search; cleared again below.
+        cells, exact_values = exact_hist
+        flat = hist.reshape(-1, r.n_channels)
+        flat[cells] = exact_values[:, :r.n_channels]
         rng_state = np.array([node_seed(self.seed, np.int64(node))], dtype=np.uint64)
         gain, feature, split_bin, missing_left = self.finder(
             r.criterion, hist, True, False, dummy.bin_codes, dummy.ordered_codes,
@@ -136,12 +140,13 @@ class _TreeBuild:
             r.bin_lower, r.bin_upper, np.int64(r.min_samples_leaf), self.min_weight_leaf,
             np.int64(r.max_features), bool(r.use_random), rng_state,
             np.int64(r.n_classes), scratch, row["bitset"])
+        flat[cells] = 0.0
         if feature < 0 or gain + EPSILON < r.min_impurity_decrease:
             row["bitset"][:] = 0
             return
         row["split"] = (int(feature), int(split_bin), bool(missing_left), float(gain),
                         scratch.side_sums[_NODE_LEFT].copy())
-        self.level.append((node, hist, exact_hist))
+        self.level.append((node, exact_hist))
 
     def schedule_level(self):
         """The request for this level's splits (``None``: the tree is finished), and
@@ -154,7 +159,8 @@ class _TreeBuild:
                                         "is_categorical", "bitset", "left", "build")}
         child_open = []
         self.pending = []
-        for k, (node, hist, exact_hist) in enumerate(self.level):
+        n_bins = r.missing_bin + 1
+        for k, (node, exact_hist) in enumerate(self.level):
             row = self.nodes[node]
             feature, split_bin, missing_left, _, left_sums = row["split"]
             categorical = bool(r.is_categorical[feature])
@@ -166,7 +172,10 @@ class _TreeBuild:
             elif split_bin == ALL_VALUE_BINS:
                 row["threshold"] = np.inf  # missing values versus the rest
             else:
-                present = np.flatnonzero(hist[feature, :r.n_value_bins[feature], 0] > 0)
+                cells = exact_hist[0]
+                present = cells[(cells >= feature * n_bins)
+                                & (cells < feature * n_bins + r.n_value_bins[feature])
+                                ] - feature * n_bins
                 largest_left = present[present <= split_bin].max()
                 smallest_right = present[present > split_bin].min()
                 row["threshold"] = midpoint(r.bin_upper[feature, largest_left],
@@ -209,7 +218,8 @@ class _TreeBuild:
                 hists[smaller] = built[j]
                 j += 1
                 if needs[1 - smaller]:
-                    hists[1 - smaller] = add_histograms(parent_hist, hists[smaller], -1.0)
+                    hists[1 - smaller] = self.search[3].difference(parent_hist,
+                                                                   hists[smaller])
             depth = self.nodes[node]["depth"] + 1
             for c in range(2):
                 self._create(child_sums[c], hists[c] if needs[c] else None, depth, node, c)
@@ -244,17 +254,14 @@ class _NoRows:
         self.sample_indices = np.empty(0, dtype=np.int32)
 
 
-def _sum_histograms(answers, counter):
-    """The shards' double-double histograms (packed) summed, as exactly as each
-    shard's: the result does not depend on how the rows are spread. Counts the bytes
+def _sum_histograms(answers, rules, counter):
+    """The shards' node histograms summed node by node, as exactly as each shard's:
+    the result does not depend on how the rows are spread. Counts the bytes
     received."""
-    # The answers are new arrays (the shards keep none): summed into the first.
-    total = unpack_histograms(answers[0])
-    for answer in answers[1:]:
-        add_histograms(total, unpack_histograms(answer))
     if counter is not None:
-        counter["histogram_bytes"] += sum(packed_bytes(a) for a in answers)
-    return total
+        counter["histogram_bytes"] += sum(histogram_bytes(a) for a in answers)
+    n_cells = len(rules.n_value_bins) * (rules.missing_bin + 1)
+    return sum_node_histograms(answers, n_cells, rules.n_channels)
 
 
 def grow_levelwise_trees(call, rules, tree_seeds, rate, counter=None):
@@ -267,10 +274,11 @@ def grow_levelwise_trees(call, rules, tree_seeds, rate, counter=None):
                           random=bool(rules.use_random))
     n_bins = rules.missing_bin + 1
     search = (make_split_scratch(n_features, n_bins, rules.n_channels, rules.n_words),
-              _NoRows(n_features))
+              _NoRows(n_features), np.zeros((n_features, n_bins, rules.n_channels)),
+              HistogramAccumulator(n_features * n_bins, rules.n_channels))
     builds = [_TreeBuild(rules, seed, finder, search) for seed in tree_seeds]
     roots = _sum_histograms(call("start_trees", [int(s) for s in tree_seeds], rate),
-                            counter)
+                            rules, counter)
     for build, hist in zip(builds, roots, strict=True):
         build.create_root(hist)
     while True:
@@ -278,9 +286,9 @@ def grow_levelwise_trees(call, rules, tree_seeds, rate, counter=None):
         if all(request is None for request in requests):
             break
         if any(build.n_built() for build in builds):
-            built = _sum_histograms(call("split_level", requests), counter)
+            built = _sum_histograms(call("split_level", requests), rules, counter)
         else:
-            built = np.empty(0)  # only leaves below: the shards need not apply it
+            built = []  # only leaves below: the shards need not apply it
         j = 0
         for build in builds:
             n = build.n_built()
