@@ -1,5 +1,7 @@
 """Distributed boosting benchmark: silva.dask on a LocalCluster, next to single-machine
-silva on the same data, and (``--sides``) LightGBM's and XGBoost's Dask estimators.
+silva on the same data, and (``--sides``) LightGBM's and XGBoost's Dask estimators; also
+(sides ``silva-dask-forest``, ``silva-local-forest``) the Poisson-bootstrap random forest
+distributed and on one machine.
 
 The data are generated on the workers (``dask.array`` random, never on the client): X
 ``--rows`` x ``--features`` standard normal, a binary label from a linear score with two
@@ -33,7 +35,11 @@ import time
 
 import numpy as np
 
-SIDES = ("silva-dask", "silva-local", "lightgbm-dask", "xgboost-dask")
+SIDES = ("silva-dask", "silva-local", "lightgbm-dask", "xgboost-dask",
+         "silva-dask-forest", "silva-dask-forest-workers", "silva-local-forest")
+#: The forest sides: random forests of ``--trees`` trees of this depth, sqrt(features)
+#: candidates per node, the Poisson bootstrap (``bootstrap="poisson"``) on both sides.
+FOREST_DEPTH = 10
 RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 TEST_ROWS = 200_000
 LEAVES = 31
@@ -75,6 +81,21 @@ def run_side(args):
         TEST_ROWS, args.features, TEST_ROWS, seed=args.seed + 1))
     out = {"side": side, "rows": args.rows, "features": args.features,
            "trees": args.trees}
+    if side == "silva-local-forest":
+        import silva
+        X, y = (a.compute(scheduler="threads") for a in make_data(
+            args.rows, args.features, args.chunk_rows, args.seed))
+        params = dict(n_estimators=args.trees, max_depth=FOREST_DEPTH,
+                      bootstrap="poisson", random_state=0)
+        silva.RandomForestClassifier(**{**params, "n_estimators": 2}).fit(X[:20000],
+                                                                          y[:20000])
+        t0 = time.perf_counter()
+        model = silva.RandomForestClassifier(**params).fit(X, y)
+        out["fit_s"] = time.perf_counter() - t0
+        out["per_tree_s"] = out["fit_s"] / args.trees
+        out["auc"] = _auc(y_test, model.predict_proba(X_test)[:, 1])
+        print(json.dumps(out))
+        return
     if side == "silva-local":
         import silva
         X, y = (a.compute(scheduler="threads") for a in make_data(
@@ -102,7 +123,7 @@ def run_side(args):
 
         def worker_memory(env):
             # Resident memory of every worker near the end of the fit (shards alive).
-            if env.iteration == env.end_iteration - 1:
+            if env.iteration == env.end_iteration - 1 and not memory:
                 memory.update(client.run(_rss))
         if side == "silva-dask":
             from silva.dask import DaskGradientBoostingClassifier
@@ -122,6 +143,29 @@ def run_side(args):
             out["round_trips_per_tree"] = info["round_trips"] / args.trees
             out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
             out["wait_s"] = info["seconds_boosting_waiting_on_workers"]
+            proba = model.to_local().predict_proba(X_test)[:, 1]
+        elif side in ("silva-dask-forest", "silva-dask-forest-workers"):
+            from silva.dask import DaskRandomForestClassifier
+            params = dict(n_estimators=args.trees, max_depth=FOREST_DEPTH, random_state=0,
+                          client=client, histogram_reduction=(
+                              "workers" if side.endswith("workers") else "client"))
+            DaskRandomForestClassifier(**{**params, "n_estimators": 2}).fit(*small)
+            t0 = time.perf_counter()
+            model = DaskRandomForestClassifier(**params).fit(
+                X, y, callbacks=[worker_memory])
+            out["fit_s"] = time.perf_counter() - t0
+            out["worker_rss_gib"] = sorted(round(v / 2**30, 2) for v in memory.values())
+            info = model.dask_fit_
+            out["load_and_bin_s"] = info["seconds_loading"]
+            out["boost_s"] = info["seconds_growing"]
+            out["per_tree_s"] = out["fit_s"] / args.trees
+            out["boost_per_tree_s"] = info["seconds_growing"] / args.trees
+            out["round_trips_per_tree"] = info["round_trips"] / args.trees
+            out["histogram_bytes_per_tree"] = info["histogram_bytes"] / args.trees
+            out["shard_bytes_per_row"] = info["shard_bytes_per_row"]
+            out["shard_peak_bytes_per_row"] = info["shard_peak_bytes_per_row"]
+            out["worker_bytes_per_tree"] = (info["histogram_bytes_between_workers"]
+                                            / args.trees)
             proba = model.to_local().predict_proba(X_test)[:, 1]
         elif side == "lightgbm-dask":
             import lightgbm
@@ -221,6 +265,24 @@ def _table(rows, args):
                   if "histogram_bytes_per_tree" in r else "")
         lines.append(f"| {r['side']} | {r['fit_s']:.2f} | {r['per_tree_s']:.3f} | {ratio} "
                      f"| {r['auc']:.5f} | {boost} | {trips} | {volume} |")
+    for r in rows:
+        if "worker_bytes_per_tree" in r:
+            lines.append(f"- {r['side']}: histogram MB per tree moved between workers "
+                         f"{r['worker_bytes_per_tree'] / 1e6:.2f}")
+    forest = next((r for r in rows if r["side"] == "silva-dask-forest"), None)
+    if forest:
+        local_forest = next((r for r in rows if r["side"] == "silva-local-forest"), None)
+        lines.append(f"\n- forests: depth {FOREST_DEPTH}, sqrt(features) candidates, "
+                     "Poisson bootstrap; trees grown 8 at a time (round trips are per "
+                     f"batch of 8, shown per tree); silva.dask forest "
+                     f"{forest['load_and_bin_s']:.2f} s loading + {forest['boost_s']:.2f} s "
+                     f"growing; shard memory {forest['shard_bytes_per_row']:.0f} bytes/row "
+                     "(codes, y, weight, global row), "
+                     f"{forest['shard_peak_bytes_per_row']:.0f} at its peak (8 trees "
+                     "growing: bootstrap counts, nodes, open rows)"
+                     + (f"; the Dask forest's fit took "
+                        f"{forest['fit_s'] / local_forest['fit_s']:.2f}x the "
+                        "single-machine forest's" if local_forest else "") + ".")
     dask_row = next((r for r in rows if r["side"] == "silva-dask"), None)
     if dask_row:
         lines.append(f"\n- silva.dask fit = {dask_row['load_and_bin_s']:.2f} s loading, "

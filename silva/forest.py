@@ -41,9 +41,11 @@ from silva.decision_tree import (
     regression_inputs,
 )
 from silva.engine import criteria
-from silva.engine.cart import BinnedData, TreeTask
+from silva.engine.cart import BinnedData, GrownTree, TreeTask
 from silva.engine.ensemble import PackedTrees
 from silva.engine.forest import iter_grown_trees
+from silva.engine.levelwise import RowShard, poisson_counts, reproducible_offset
+from silva.engine.levelwise_grower import LevelwiseRules, grow_levelwise_trees
 from silva.engine.pruning import prune_tree
 from silva.engine.random import seed_from_random_state
 from silva.inspection import encoded_target
@@ -51,6 +53,11 @@ from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
 
 _MAX_SEED = np.iinfo(np.int32).max
+#: ``bootstrap="poisson"``: the partition-independent forest of
+#: :mod:`silva.engine.levelwise` (Poisson counts keyed by row, level-wise growth).
+POISSON = "poisson"
+#: Trees the level-wise forest grows together (one pass over the rows per level for all).
+LEVELWISE_BATCH = 8
 
 
 def _bootstrap_counts(seed, n_samples, n_drawn):
@@ -113,8 +120,12 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             raise ValueError(f"ccp_alpha of a forest must be a float >= 0; got "
                              f"{self.ccp_alpha!r} ('cv' is for single trees).")
         for name in ("bootstrap", "oob_score", "warm_start"):
-            if not isinstance(getattr(self, name), bool | np.bool_):
-                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
+            value = getattr(self, name)
+            if name == "bootstrap" and isinstance(value, str) and value == POISSON:
+                continue
+            if not isinstance(value, bool | np.bool_):
+                extra = ' or "poisson"' if name == "bootstrap" else ""
+                raise ValueError(f"{name} must be True or False{extra}; got {value!r}.")
         if self.oob_score and not self.bootstrap:
             raise ValueError("oob_score=True needs bootstrap=True: without bootstrap every "
                              "tree sees every sample and no sample is out of bag.")
@@ -177,6 +188,7 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             self._histogram_min_samples(criterion_code, n_samples, n_features),
             _input.check_significance_level(getattr(self, "min_significance", None)))
         fraction = float(self.min_weight_fraction_leaf)
+        self._poisson_rate = n_drawn / n_samples if self.bootstrap == POISSON else None
 
         def make_task(t):
             seed = int(new_seeds[t])
@@ -201,7 +213,18 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                 seed=seed_from_random_state(np.random.RandomState(seed)),
             )
 
-        grown_trees = iter_grown_trees(data, rules, make_task, len(new_seeds), n_threads)
+        if self.bootstrap == POISSON:
+            self._check_levelwise(criterion_code)
+            shard = RowShard(data.bin_codes, y_float, sample_weight,
+                             np.arange(n_samples, dtype=np.int64), data.missing_bin + 1,
+                             criteria.n_channels(criterion_code, n_classes),
+                             criteria.is_classification(criterion_code))
+            grown_trees = self._iter_levelwise_trees(
+                lambda method, *args: [getattr(shard, method)(*args)],
+                self._levelwise_rules(rules, data), new_seeds, self._poisson_rate)
+        else:
+            grown_trees = iter_grown_trees(data, rules, make_task, len(new_seeds),
+                                           n_threads)
         n_kept = [len(new_seeds)]
 
         def fitted_trees():
@@ -256,6 +279,61 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                 self.__dict__.pop(name, None)
         return self
 
+    # ------------------------------------------------------ bootstrap="poisson"
+    def _check_levelwise(self, criterion_code):
+        """Refuse what the level-wise forest (``bootstrap="poisson"``) does not grow."""
+        owner = type(self).__name__
+        problems = []
+        if criterion_code in (criteria.ABSOLUTE_ERROR, criteria.POISSON):
+            problems.append(f"criterion={self.criterion!r}")
+        if self.max_leaf_nodes is not None:
+            problems.append(f"max_leaf_nodes={self.max_leaf_nodes!r} (best-first growth; "
+                            "the trees grow level by level)")
+        if getattr(self, "min_significance", None) is not None:
+            problems.append(f"min_significance={self.min_significance!r}")
+        if getattr(self, "class_weight", None) == "balanced_subsample":
+            problems.append("class_weight='balanced_subsample'")
+        if problems:
+            raise ValueError(f"{owner}: bootstrap='poisson' does not support "
+                             f"{', '.join(problems)}; use bootstrap=True for them.")
+
+    @staticmethod
+    def _levelwise_rules(rules, data):
+        """The :class:`~silva.engine.levelwise_grower.LevelwiseRules` of trees grown
+        under the forest's growth ``rules`` on the binning tables of ``data`` (a
+        :class:`~silva.engine.cart.BinnedData`, or anything with its table fields)."""
+        return LevelwiseRules(
+            criterion=rules.criterion, n_classes=rules.n_classes,
+            max_depth=rules.max_depth, min_samples_split=rules.min_samples_split,
+            min_samples_leaf=rules.min_samples_leaf, min_weight_fraction=0.0,
+            min_impurity_decrease=rules.min_impurity_decrease,
+            max_features=rules.max_features, use_random=rules.use_random,
+            n_value_bins=data.n_value_bins,
+            is_categorical=np.asarray(data.is_categorical, dtype=np.uint8),
+            missing_bin=int(data.missing_bin), bin_lower=data.bin_lower,
+            bin_upper=data.bin_upper, n_words=int(data.n_words),
+            n_categories=data.n_categories)
+
+    def _iter_levelwise_trees(self, call, rules, seeds, rate, counter=None):
+        """The level-wise trees of ``seeds``, grown :data:`LEVELWISE_BATCH` at a time
+        over the shards ``call`` reaches (:func:`~silva.engine.levelwise_grower.
+        grow_levelwise_trees`), as :class:`~silva.engine.cart.GrownTree` objects
+        without leaf samples (quantile forests find them from the tree)."""
+        rules.min_weight_fraction = float(self.min_weight_fraction_leaf)
+        for start in range(0, len(seeds), LEVELWISE_BATCH):
+            batch = seeds[start:start + LEVELWISE_BATCH]
+            for tree in grow_levelwise_trees(call, rules, batch, rate, counter):
+                yield GrownTree(tree, None, None, None)
+
+    def _tree_counts(self, t, n_samples):
+        """How often each sample is in tree ``t``'s bootstrap (ones without one)."""
+        if self.bootstrap == POISSON:
+            return poisson_counts(np.uint64(self._tree_seeds[t]),
+                                  np.arange(n_samples, dtype=np.int64), self._poisson_rate)
+        if self.bootstrap:
+            return _bootstrap_counts(self._tree_seeds[t], n_samples, self._n_drawn)
+        return np.ones(n_samples)
+
     def _histogram_min_samples(self, criterion_code, n_samples, n_features):
         """Node size from which the trees build full histograms (see the grower).
 
@@ -307,7 +385,9 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         A leaf holds at least ``min_samples_leaf`` of the tree's (at most ``n_drawn``
         distinct) samples, so a tree has at most ``2 * leaves - 1`` nodes.
         """
-        leaves = (n_drawn if self.bootstrap else n_samples) // max(1, rules.min_samples_leaf)
+        # A Poisson bootstrap may hold more distinct samples than its expected size.
+        in_bag = n_drawn if self.bootstrap and self.bootstrap != POISSON else n_samples
+        leaves = in_bag // max(1, rules.min_samples_leaf)
         if rules.max_leaf_nodes > 0:
             leaves = min(leaves, rules.max_leaf_nodes)
         leaves = min(leaves, 2 ** min(rules.max_depth, 62))
@@ -328,8 +408,8 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         """(n_trees, n_samples) uint8: 1 where the sample trained the tree."""
         mask = np.ones((len(self._tree_seeds), n_samples), dtype=np.uint8)
         if self.bootstrap:
-            for t, seed in enumerate(self._tree_seeds):
-                mask[t] = _bootstrap_counts(seed, n_samples, self._n_drawn) > 0
+            for t in range(len(self._tree_seeds)):
+                mask[t] = self._tree_counts(t, n_samples) > 0
         return mask
 
     def _oob_members(self, X):
@@ -509,6 +589,8 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         """Grow the forest on (X, y); NaN in X means missing (``callbacks``: as the
         classifier's)."""
         code, X, y, sample_weight, offset = regression_inputs(self, X, y, sample_weight)
+        if self.bootstrap == POISSON:
+            offset = reproducible_offset(offset)  # what every Dask worker gets too
         self.n_outputs_ = 1
         self._y_train = y
         self._fit_forest(X, y - offset, sample_weight, code, 1, value_offset=offset,
@@ -520,10 +602,11 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         """Each tree's in-bag samples by leaf, with their weights, for quantiles."""
         blocks, weights, starts, ends = [], [], [], []
         for t, grown in enumerate(self._grown_trees):
-            counts = (_bootstrap_counts(self._tree_seeds[t], X.shape[0], self._n_drawn)
-                      if self.bootstrap else np.ones(X.shape[0]))
-            if grown.tree.node_count != grown.node_start.shape[0]:
-                # Pruned tree: group the in-bag samples by their leaf in the pruned tree.
+            counts = self._tree_counts(t, X.shape[0])
+            if (grown.node_start is None
+                    or grown.tree.node_count != grown.node_start.shape[0]):
+                # Pruned tree (or a level-wise one, which keeps no samples): group the
+                # in-bag samples by their leaf in the tree.
                 inbag = np.flatnonzero(counts * sample_weight > 0)
                 leaves = grown.tree.apply(X[inbag])
                 order = np.argsort(leaves, kind="stable")
@@ -605,6 +688,10 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
                 (quantiles < 0) | (quantiles > 1)):
             raise ValueError(f"quantiles must be numbers in [0, 1]; got {quantiles.tolist()}.")
         X = self._validated_X(X)
+        if getattr(self, "_leaf_offset", None) is None:
+            raise ValueError(f"{type(self).__name__}: predict_quantiles needs the training "
+                             "rows in each leaf, which a forest grown on Dask does not "
+                             "keep (they stay on the workers).")
         return self._packed.weighted_quantiles(
             X, self._leaf_offset, self._node_start, self._node_end, self._leaf_samples,
             self._leaf_weights, self._y_train, quantiles)

@@ -18,6 +18,7 @@ distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 dd = pytest.importorskip("dask.dataframe")
 pd = pytest.importorskip("pandas")
+dask = pytest.importorskip("dask")
 
 import silva  # noqa: E402
 import silva.dask  # noqa: E402
@@ -460,3 +461,188 @@ def test_categorical_columns(client):
         DaskGradientBoostingClassifier(client=client, **params).fit(
             dframe.astype({"colour": "object"}), dd.from_pandas(pd.Series(y),
                                                                 npartitions=3))
+
+
+# ---------------------------------------------------------------------------- forests
+def _assert_same_forest(dask_model, local_model):
+    """Tree for tree: structure, features, thresholds and node counts equal; values to
+    1e-9 relative (they are equal bit for bit: the histograms are double-double)."""
+    assert len(dask_model.estimators_) == len(local_model.estimators_)
+    for a, b in zip(dask_model.estimators_, local_model.estimators_, strict=True):
+        a, b = a.tree_, b.tree_
+        assert a.node_count > 3
+        for name in ("children_left", "children_right", "feature", "threshold",
+                     "missing_go_to_left", "is_categorical", "category_bitsets",
+                     "n_node_samples"):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+        np.testing.assert_allclose(a.value, b.value, rtol=1e-9, atol=0)
+        np.testing.assert_allclose(a.impurity, b.impurity, rtol=1e-9, atol=1e-12)
+
+
+FOREST_CASES = [
+    ("DaskRandomForestClassifier", "RandomForestClassifier", "binary", {}),
+    ("DaskRandomForestRegressor", "RandomForestRegressor", "regression",
+     {"max_features": 0.5, "min_samples_leaf": 2}),
+    ("DaskExtraTreesClassifier", "ExtraTreesClassifier", "binary",
+     {"criterion": "entropy", "max_samples": 0.7}),
+    ("DaskExtraTreesRegressor", "ExtraTreesRegressor", "regression", {}),
+]
+
+
+@pytest.mark.parametrize("dask_name, local_name, task, extra", FOREST_CASES)
+def test_forest_same_trees_as_single_machine(client, dask_name, local_name, task, extra):
+    """Over two workers and uneven partitions, the Dask forest is the single-machine
+    forest with ``bootstrap="poisson"`` on the concatenated data."""
+    X, y_binary, y_regression = _data()
+    y = y_binary if task == "binary" else y_regression
+    params = dict(n_estimators=10, max_depth=7, random_state=3, **extra)
+    model = getattr(silva.dask, dask_name)(client=client, **params).fit(
+        da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=(CHUNKS,)))
+    local = getattr(silva, local_name)(bootstrap="poisson", **params).fit(X, y)
+    _assert_same_forest(model, local)
+    # Two batches of trees (8 + 2), each at most max_depth + 1 round trips.
+    assert model.dask_fit_["round_trips"] <= 2 * (7 + 1) + 1
+    assert model.dask_fit_["histogram_bytes"] > 0
+    method = "predict_proba" if task == "binary" else "predict"
+    np.testing.assert_array_equal(getattr(model, method)(X), getattr(local, method)(X))
+
+
+def test_forest_sample_and_class_weights_and_categories(client):
+    """Sample weights (zeros included), "balanced" class weights and a categorical
+    column: still the single machine's forest."""
+    X, y, _ = _data(n=1500, n_features=3, seed=4)
+    rng = np.random.RandomState(4)
+    colour = rng.randint(0, 5, size=1500).astype(float)
+    colour[::50] = np.nan
+    X = np.column_stack([X, colour])
+    y = (y + (colour == 2)) % 2
+    weight = rng.randint(0, 3, size=1500).astype(float)
+    params = dict(n_estimators=4, max_depth=6, random_state=0, categorical_features=[3],
+                  class_weight="balanced", max_features=2)
+    chunks = (400, 300, 800)
+    model = silva.dask.DaskRandomForestClassifier(client=client, trees_per_round=3,
+                                                  **params).fit(
+        da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=(chunks,)),
+        sample_weight=da.from_array(weight, chunks=(chunks,)))
+    info = model.dask_fit_
+    # Rows of zero weight stay off the shards: 4 codes + y + weight + global row (28 B),
+    # and 3 trees at once add at most 9 bytes a row each.
+    assert info["n_rows"] == int(np.sum(weight > 0))
+    assert info["shard_bytes_per_row"] == 28.0
+    assert 28.0 < info["shard_peak_bytes_per_row"] <= 28.0 + 3 * 9
+    local = silva.RandomForestClassifier(bootstrap="poisson", **params).fit(
+        X, y, sample_weight=weight)
+    assert any(e.tree_.is_categorical.any() for e in model.estimators_)
+    _assert_same_forest(model, local)
+
+
+def test_forest_to_local_saves_and_predicts_lazily(client, tmp_path):
+    X, _, y = _data()
+    dX = da.from_array(X, chunks=(600, -1))
+    model = silva.dask.DaskRandomForestRegressor(client=client, n_estimators=3,
+                                                 max_depth=4, random_state=0).fit(
+        dX, da.from_array(y, chunks=600))
+    local = model.to_local()
+    assert type(local) is silva.RandomForestRegressor and local.bootstrap == "poisson"
+    assert not hasattr(local, "dask_fit_")
+    path = tmp_path / "forest.silva"
+    local.save(path)
+    loaded = silva.load(path)
+    np.testing.assert_array_equal(loaded.predict(X), model.predict(X))
+    lazy = model.predict(dX)
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), local.predict(X))
+    with pytest.raises(ValueError, match="quantiles"):
+        local.predict_quantiles(X[:5])
+
+
+def test_forest_options_it_cannot_grow_are_refused(client):
+    X, y, _ = _data(n=300)
+    dX, dy = da.from_array(X, chunks=(150, -1)), da.from_array(y, chunks=150)
+    forest = silva.dask.DaskRandomForestClassifier
+    with pytest.raises(ValueError, match="bootstrap must be 'poisson'"):
+        forest(client=client, bootstrap=True).fit(dX, dy)
+    with pytest.raises(NotImplementedError, match="oob_score"):
+        forest(client=client, oob_score=True).fit(dX, dy)
+    with pytest.raises(ValueError, match="max_leaf_nodes"):
+        forest(client=client, max_leaf_nodes=8).fit(dX, dy)
+    with pytest.raises(ValueError, match="criterion='absolute_error'"):
+        silva.dask.DaskRandomForestRegressor(client=client,
+                                             criterion="absolute_error").fit(dX, dy)
+
+
+def test_forest_recovers_from_a_lost_worker_or_names_it():
+    """A worker closed between two batches of trees: by default its partitions are
+    binned again on the workers left and the batch grows again (the forest is the
+    undisturbed one); with ``on_worker_loss="raise"`` the fit stops naming the worker."""
+    X, y, _ = _data(n=1200)
+    dX, dy = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    params = dict(n_estimators=10, max_depth=5, random_state=0)  # two batches
+    reference = silva.RandomForestClassifier(bootstrap="poisson", **params).fit(X, y)
+    with distributed.LocalCluster(n_workers=3, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as own_client:
+
+        def close_a_worker(env):
+            if env.iteration == 0:  # after the first batch
+                victim = sorted(own_client.scheduler_info()["workers"])[0]
+                close_a_worker.victim = victim
+                worker = next(w for w in cluster.workers.values() if w.address == victim)
+                cluster.sync(worker.close)
+                deadline = time.monotonic() + 30
+                while (victim in own_client.scheduler_info()["workers"]
+                       and time.monotonic() < deadline):
+                    time.sleep(0.05)
+
+        forest = silva.dask.DaskRandomForestClassifier(client=own_client, **params)
+        forest.fit(dX, dy, callbacks=[close_a_worker])
+        assert forest.dask_fit_["recoveries"] == 1
+        _assert_same_forest(forest, reference)
+
+        # (histograms summed between the workers: the reduction's tasks meet the loss)
+        doomed = silva.dask.DaskRandomForestClassifier(client=own_client,
+                                                       on_worker_loss="raise",
+                                                       histogram_reduction="workers",
+                                                       **params)
+        with pytest.raises(WorkerLostError, match="failed or was lost") as caught:
+            doomed.fit(dX, dy, callbacks=[close_a_worker])
+        assert caught.value.address == close_a_worker.victim
+        assert not hasattr(doomed, "estimators_")
+
+
+def test_forest_multiclass_dataframe_and_empty_partition(client):
+    """Three classes, a dask DataFrame with an empty partition: the single machine's
+    forest, and lazy predictions on the frame."""
+    X, _, y_regression = _data(n=900, n_features=4, seed=2)
+    y = np.digitize(y_regression, [-0.5, 1.0])  # classes 0, 1, 2
+    frame = pd.DataFrame(X, columns=list("abcd"))
+    parts = [frame.iloc[:300], frame.iloc[300:300], frame.iloc[300:]]
+    dX = dd.from_delayed([dask.delayed(p) for p in parts], meta=frame.iloc[:0])
+    labels = pd.Series(y)
+    dy = dd.from_delayed([dask.delayed(labels.iloc[:300]), dask.delayed(labels.iloc[300:300]),
+                          dask.delayed(labels.iloc[300:])], meta=labels.iloc[:0])
+    params = dict(n_estimators=3, max_depth=5, random_state=1)
+    model = silva.dask.DaskRandomForestClassifier(client=client, **params).fit(dX, dy)
+    local = silva.RandomForestClassifier(bootstrap="poisson", **params).fit(frame, y)
+    assert list(model.classes_) == [0, 1, 2]
+    _assert_same_forest(model, local)
+    lazy = model.predict_proba(dX)
+    np.testing.assert_array_equal(lazy.compute().to_numpy(), local.predict_proba(frame))
+
+
+def test_forest_histograms_summed_between_workers(client):
+    """``histogram_reduction="workers"``: a tree of tasks sums the histograms, one
+    total reaches the client, and the forest is the same."""
+    X, y, _ = _data(n=1200)
+    dX, dy = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    params = dict(n_estimators=4, max_depth=5, random_state=0)
+    on_client = silva.dask.DaskRandomForestClassifier(client=client, **params).fit(dX, dy)
+    between = silva.dask.DaskRandomForestClassifier(
+        client=client, histogram_reduction="workers", **params).fit(dX, dy)
+    _assert_same_forest(between, on_client)
+    assert on_client.dask_fit_["histogram_bytes_between_workers"] == 0
+    assert between.dask_fit_["histogram_bytes_between_workers"] > 0
+    assert between.dask_fit_["histogram_bytes"] < on_client.dask_fit_["histogram_bytes"]
+    with pytest.raises(ValueError, match="histogram_reduction"):
+        silva.dask.DaskRandomForestClassifier(client=client,
+                                              histogram_reduction="ring").fit(dX, dy)

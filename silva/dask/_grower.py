@@ -57,6 +57,9 @@ from silva.engine.gradient_splitting import (
 )
 from silva.engine.nodes import GRADIENT_NODE, LEAF, UNDEFINED
 
+#: How often a wait for a shard's answer checks that its worker is still there.
+LIVENESS_CHECK_SECONDS = 2.0
+
 
 class WorkerLostError(RuntimeError):
     """A worker that held a shard failed or left during a fit (``address``). The fit
@@ -106,7 +109,7 @@ class Cluster:
             try:
                 if isinstance(future, Exception):
                     raise future
-                answers.append(future.result())
+                answers.append(self._await(address, future))
             except Exception as error:  # noqa: BLE001 - sorted out below
                 if failed is None:
                     failed = (address, error)
@@ -124,6 +127,64 @@ class Cluster:
         self.wait_seconds += time.perf_counter() - t0
         return answers
 
+
+    def reduce(self, method, args, combine, what=""):
+        """``method(*args)`` on every shard, run by a task on the shard's worker, and
+        the answers combined pairwise by ``combine`` tasks (a tree reduction between
+        the workers, ``ceil(log2(n_shards))`` levels deep): only the total comes to
+        the client. Each answer is ``(value, bytes moved between workers so far)``."""
+        from distributed import wait
+
+        t0 = time.perf_counter()
+        level = [self.client.submit(_actor_call, shard, method, args, workers=[address],
+                                    allow_other_workers=False, pure=False)
+                 for shard, address in zip(self.shards, self.addresses, strict=True)]
+        while len(level) > 1:
+            pairs = [self.client.submit(combine, level[k], level[k + 1], pure=False)
+                     for k in range(0, len(level) - 1, 2)]
+            level = pairs + ([level[-1]] if len(level) % 2 else [])
+        try:
+            while True:
+                try:
+                    wait(level, timeout=LIVENESS_CHECK_SECONDS)
+                    answer = level[0].result()
+                    break
+                except TimeoutError:
+                    gone = self._gone()
+                    if gone:
+                        raise OSError(f"the worker {gone[0]} left the cluster") from None
+        except Exception as error:  # noqa: BLE001 - sorted out below
+            gone = self._gone()
+            if not gone:
+                raise
+            where = "" if self.current_tree is None else f" at tree {self.current_tree}"
+            raise WorkerLostError(
+                f"the Dask worker {gone[0]} failed or was lost during the fit{where} "
+                f"({what or method}): {type(error).__name__}: {error}. Its rows lived "
+                "only in that worker's memory: the fit does not go on with part of the "
+                "data.", gone[0]) from error
+        self.round_trips += 1
+        self.wait_seconds += time.perf_counter() - t0
+        return answer
+
+    def _gone(self):
+        """The shards' addresses the scheduler no longer lists."""
+        try:
+            workers = self.client.scheduler_info()["workers"]
+        except Exception:  # noqa: BLE001 - no scheduler: every worker is gone
+            return list(self.addresses)
+        return [a for a in self.addresses if a not in workers]
+
+    def _await(self, address, future):
+        """The answer of the shard on ``address``. An actor's call to a worker that was
+        closed (rather than killed: no connection breaks) can wait forever, so the wait
+        is cut into slices, and a worker the scheduler no longer lists is lost."""
+        while True:
+            try:
+                return future.result(timeout=LIVENESS_CHECK_SECONDS)
+            except TimeoutError:
+                if address not in self.client.scheduler_info()["workers"]:
+                    raise OSError(f"the worker {address} left the cluster") from None
 
     def _lost(self, address, error):
         """Whether ``error`` of the shard on ``address`` means its worker is gone: a
@@ -154,6 +215,12 @@ class Cluster:
     def release(self):
         for future in self.actor_futures:
             future.release()
+
+
+def _actor_call(shard, method, args):
+    """A task's call of ``method(*args)`` on the shard actor of its own worker:
+    ``(answer, 0)``, no bytes moved between workers yet."""
+    return getattr(shard, method)(*args).result(), 0
 
 
 class TreeGrower:

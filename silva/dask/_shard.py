@@ -32,9 +32,12 @@ from silva.engine.partition import partition
 #: count (rows of positive weight), its labels and their weighted counts (classifiers) or
 #: the weighted sum, minimum and maximum of y (regressors), the largest code of each
 #: categorical feature (-1: none), its total weight and whether every weight is 1.
+#: ``n_all_rows`` counts every row (zero weights included: global row indices are
+#: positions in the whole data) and ``label_rows`` the rows of each label (classifiers,
+#: for "balanced" class weights).
 PartitionSummary = namedtuple("PartitionSummary", [
     "index", "n_rows", "labels", "label_counts", "y_sum", "y_min", "y_max",
-    "largest_codes", "weight_sum", "unit_weights"])
+    "largest_codes", "weight_sum", "unit_weights", "n_all_rows", "label_rows"])
 
 #: One partition binned on its worker: its position, feature-major bin codes
 #: (n_features, n_rows), its target as float64 (class indices for classifiers) and its
@@ -108,7 +111,9 @@ def describe_partition(template, index, X_part, y_part, w_part, classifier):
                                        classifier, drop_zero_weight=False)
     # The labels of every row, zero weights included (the single-machine estimator takes
     # its classes before it drops them); everything else from the rows that take part.
-    all_labels = np.unique(y) if classifier else None
+    all_labels, label_rows = (np.unique(y, return_counts=True) if classifier
+                              else (None, None))
+    n_all_rows = X.shape[0]
     positive = weight > 0
     X, y, weight = X[positive], y[positive], weight[positive]
     columns = X[:, np.flatnonzero(template.is_categorical_)]
@@ -121,12 +126,13 @@ def describe_partition(template, index, X_part, y_part, w_part, classifier):
         codes = np.searchsorted(all_labels, y)
         counts = np.bincount(codes, weights=weight, minlength=len(all_labels))
         return PartitionSummary(index, n_rows, all_labels, counts, 0.0, np.inf, -np.inf,
-                                largest, weight_sum, unit)
+                                largest, weight_sum, unit, n_all_rows, label_rows)
     if n_rows == 0:
         return PartitionSummary(index, 0, None, None, 0.0, np.inf, -np.inf, largest, 0.0,
-                                unit)
+                                unit, n_all_rows, None)
     return PartitionSummary(index, n_rows, None, None, float(np.sum(weight * y)),
-                            float(y.min()), float(y.max()), largest, weight_sum, unit)
+                            float(y.min()), float(y.max()), largest, weight_sum, unit,
+                            n_all_rows, None)
 
 
 def sample_partition(template, index, X_part, y_part, w_part, classifier, n_wanted, seed):

@@ -293,16 +293,7 @@ class _DaskBoosting:
         return loss, classes, init_raw
 
     def _fit_binner(self, samples, summaries):
-        X_edges = np.concatenate(samples)
-        if self.is_categorical_.any():
-            # The binner counts a categorical feature's bins from the rows it sees: one
-            # more row with each one's largest code over all rows (NaN elsewhere, which
-            # places no numeric edge) makes the count that of the whole data.
-            largest = np.max([s.largest_codes for s in summaries], axis=0)
-            extra = np.full((1, X_edges.shape[1]), np.nan)
-            extra[0, self.is_categorical_] = np.where(largest >= 0, largest, np.nan)
-            X_edges = np.concatenate([X_edges, extra])
-        return Binner(self.max_bins, self.is_categorical_).fit(X_edges)
+        return fit_binner(self.max_bins, self.is_categorical_, samples, summaries)
 
     def _boost(self, cluster, binner, loss, config, rng, evals, init_raw, callbacks,
                recover):
@@ -410,6 +401,26 @@ class _DaskBoosting:
             from silva.dask import prediction
             return getattr(prediction, method)(self.to_local(), X)
         return getattr(super(), method)(X, **kwargs)
+
+
+def fit_binner(max_bins, is_categorical, samples, summaries):
+    """The fit's :class:`~silva.engine.binning.Binner`, placed on the partitions'
+    ``samples`` (arrays of rows) with their ``summaries``' largest category codes."""
+    X_edges = np.concatenate(samples)
+    if is_categorical.any():
+        # The binner counts a categorical feature's bins from the rows it sees: one
+        # more row with each one's largest code over all rows (NaN elsewhere, which
+        # places no numeric edge) makes the count that of the whole data.
+        largest = np.max([s.largest_codes for s in summaries], axis=0)
+        extra = np.full((1, X_edges.shape[1]), np.nan)
+        extra[0, is_categorical] = np.where(largest >= 0, largest, np.nan)
+        X_edges = np.concatenate([X_edges, extra])
+    return Binner(max_bins, is_categorical).fit(X_edges)
+
+
+def proportional_counts(n_rows, total):
+    """``total`` rows split over partitions in proportion to ``n_rows``."""
+    return _proportional_counts(n_rows, total)
 
 
 def _in_memory(value):

@@ -52,7 +52,11 @@ def _output_shape(model, method):
     return (None if out.ndim == 1 else out.shape[1]), out.dtype
 
 
-def _call(model, method, block):
+def _call(model, method, block, empty=None):
+    # An empty partition (a valid dask chunk) gets an empty answer: the estimators'
+    # input checks refuse zero rows.
+    if empty is not None and len(block) == 0:
+        return empty
     return getattr(model, method)(block)
 
 
@@ -80,9 +84,11 @@ def _map(model, X, method):
                              "category columns: predict on a dask DataFrame.")
         n_columns, dtype = shape
         if n_columns is None:
-            return X.map_blocks(_call_block, model_key, method, dtype=dtype, drop_axis=1,
+            return X.map_blocks(_call_block, model_key, method,
+                                np.empty(0, dtype=dtype), dtype=dtype, drop_axis=1,
                                 chunks=(X.chunks[0],), meta=np.empty(0, dtype=dtype))
-        return X.map_blocks(_call_block, model_key, method, dtype=dtype,
+        return X.map_blocks(_call_block, model_key, method,
+                            np.empty((0, n_columns), dtype=dtype), dtype=dtype,
                             chunks=(X.chunks[0], (n_columns,)),
                             meta=np.empty((0, 0), dtype=dtype))
     if not isinstance(X, dd.DataFrame):
@@ -92,11 +98,12 @@ def _map(model, X, method):
     else:
         n_columns, dtype = shape
         meta = _frame_output(model, method, None, n_columns, dtype)
-    return X.map_partitions(_call_frame, model_key, method, meta=meta.iloc[:0])
+    return X.map_partitions(_call_frame, model_key, method, meta.iloc[:0],
+                            meta=meta.iloc[:0])
 
 
-def _call_block(block, model, method):
-    return _call(model, method, block)
+def _call_block(block, model, method, empty):
+    return _call(model, method, block, empty)
 
 
 def _frame_output(model, method, frame, n_columns=None, dtype=None):
@@ -122,5 +129,7 @@ def _wrap(model, method, out, index):
     return pd.DataFrame(out, index=index, columns=columns)
 
 
-def _call_frame(frame, model, method):
+def _call_frame(frame, model, method, empty):
+    if len(frame) == 0:
+        return empty.set_axis(frame.index, axis=0)
     return _wrap(model, method, np.asarray(getattr(model, method)(frame)), frame.index)
