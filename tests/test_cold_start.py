@@ -165,6 +165,25 @@ def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
     assert paths(X, categorical_features=[2]) == {"parallel": False, "categorical": True}
     big = rng.normal(size=(9000, 4))
     assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
+    # Nodes of 1,024 rows and more share out 8 features or more between the threads.
+    assert paths(rng.normal(size=(3000, 12)))["parallel"] == (numba.get_num_threads() > 1)
+    assert not paths(rng.normal(size=(3000, 4)))["parallel"]
+    assert not paths(rng.normal(size=(1500, 12)))["parallel"]
+
+
+def test_parallel_numeric_boosting_compiles_no_category_scan():
+    from silva.engine import gradient_grower
+
+    copy = gradient_grower.compiled_gradient_grower(parallel=True, categorical=False)
+    bound = copy.py_func.__globals__
+    assert copy is not gradient_grower.grow_gradient_tree
+    assert bound["PAIR_SEARCH"] is True
+    for name in ("find_best_split", "scan_two_nodes"):
+        scan_feature = bound[name].py_func.__globals__["_scan_feature"]
+        assert scan_feature.py_func.__globals__["CATEGORICAL"] is False
+    assert bound["node_histogram"] is gradient_grower.node_histogram  # the parallel one
+    assert gradient_grower.compiled_gradient_grower(parallel=True, categorical=True) is \
+        gradient_grower.grow_gradient_tree
 
 
 def test_specialize_refuses_a_name_the_function_does_not_read():

@@ -73,6 +73,7 @@ from silva.engine.gradient_splitting import (
     best_scanned_split,
     find_best_split,
     leaf_output,
+    numeric_pair_scanner,
     numeric_split_finder,
     scan_two_nodes,
 )
@@ -558,12 +559,15 @@ def compiled_gradient_grower(parallel=True, categorical=True):
     :func:`~silva.engine.gradient_histogram.has_parallel_passes`, never starts one, and
     with ``threads=1`` none runs), ``categorical=False`` no category
     scan. Each left-out path is a second or more of a cold first fit; the trees grown
-    are the same. Three copies at most (as :func:`silva.engine.grower.compiled_grower`):
-    a parallel fit gets the full one."""
-    if parallel:
+    are the same. Four copies at most, one per (parallel, categorical)."""
+    if parallel and categorical:
         return grow_gradient_tree
-    bindings = {"node_histogram": serial_node_histogram(), "PAIR_SEARCH": False}
+    bindings = {}
+    if not parallel:
+        bindings.update(node_histogram=serial_node_histogram(), PAIR_SEARCH=False)
     if not categorical:
         bindings["find_best_split"] = numeric_split_finder()
-    return specialize(grow_gradient_tree, "serial" if categorical else "serialnumeric",
-                      **bindings)
+        if parallel:
+            bindings["scan_two_nodes"] = numeric_pair_scanner()
+    suffix = ("" if parallel else "serial") + ("" if categorical else "numeric")
+    return specialize(grow_gradient_tree, suffix, **bindings)

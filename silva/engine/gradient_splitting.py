@@ -374,8 +374,17 @@ def scan_two_nodes(pool, slots, candidates, n_candidates, n_value_bins, is_categ
                           feature_bitset[p], scratch)
 
 
+def _numeric_feature_scan():
+    return specialize(_scan_feature, "numeric", CATEGORICAL=False)
+
+
 def numeric_split_finder():
     """:func:`find_best_split` compiled without the category scan, for fits without
     categorical features (a cold first fit then compiles no category ordering)."""
-    return specialize(find_best_split, "numeric",
-                      _scan_feature=specialize(_scan_feature, "numeric", CATEGORICAL=False))
+    return specialize(find_best_split, "numeric", _scan_feature=_numeric_feature_scan())
+
+
+def numeric_pair_scanner():
+    """:func:`scan_two_nodes` compiled without the category scan (see
+    :func:`numeric_split_finder`)."""
+    return specialize(scan_two_nodes, "numeric", _scan_feature=_numeric_feature_scan())
