@@ -3,7 +3,7 @@
 numba compiles each kernel on its first call and caches the machine code on disk (see
 :mod:`silva.engine.compile_notice`). A container image, a CI job or a teaching lab that
 wants every user's first fit to be fast runs this once, after installing silva: it fits
-each chosen estimator on a few dozen rows and on 9,000 rows (small and large data take
+each chosen estimator on a few dozen rows and on 10,000 rows (small and large data take
 kernels of their own), with the options users start from, in parallel worker processes
 (compiling is single-threaded; kernels that estimators share may be compiled by more
 than one worker), and predicts with it, so that the cache holds what those calls reach.
@@ -41,8 +41,9 @@ _CONFIGURATIONS = {
 
 # A fit compiles the paths its data take (silva.engine.grower.compiled_grower): a few
 # dozen rows take the serial kernels and numpy's binning; this many rows x features
-# take the parallel ones and the compiled binning, which large data use.
-_LARGE_ROWS, _LARGE_FEATURES = 9000, 28
+# take the parallel ones (boosting's row blocks from 8,192 rows) and the compiled binning
+# (above binning.NUMPY_BINNING_MAX_VALUES values), which large data use.
+_LARGE_ROWS, _LARGE_FEATURES = 10000, 28
 
 
 def _data(classifier, n_classes, n_rows=60, n_features=4):
