@@ -13,12 +13,20 @@ composite estimators (``set_params(tree__max_depth=3)``, ``set_params(tree="drop
 from :class:`silva._mixins.HeterogeneousEnsembleMixin`.
 """
 
+import time
+
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples as _sklearn_num_samples
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
 from silva import _input
 from silva._mixins import HeterogeneousEnsembleMixin
@@ -72,6 +80,16 @@ def fit_params(sample_weight):
     return {} if sample_weight is None else {"sample_weight": sample_weight}
 
 
+def _fit_one(model, X, y, sample_weight, progress):
+    """``model`` fitted on (X, y); with ``progress`` (a message), prints it and the
+    seconds the fit took, in scikit-learn's ``[Voting] ... total=  0.1s`` form."""
+    started = time.perf_counter()
+    model.fit(X, y, **fit_params(sample_weight))
+    if progress is not None:
+        print(f"[Voting] {progress}, total={time.perf_counter() - started:6.1f}s", flush=True)
+    return model
+
+
 class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
                   BaseEstimator):
     def _fit_models(self, X, y, sample_weight, kind):
@@ -79,17 +97,21 @@ class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin
         X = check_model_input(self, X, reset=True)
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, _num_samples(X))
-        self.estimators_ = []
-        self.named_estimators_ = Bunch()
-        for name, model in estimators:
-            if isinstance(model, str):
-                self.named_estimators_[name] = model
-                continue
-            fitted = clone(model).fit(X, y, **fit_params(sample_weight))
-            self.estimators_.append(fitted)
-            self.named_estimators_[name] = fitted
         self._kept = [name for name, model in estimators if not isinstance(model, str)]
+        models = dict(estimators)
+        # The models are independent: n_jobs fits them in parallel (joblib's meaning).
+        self.estimators_ = Parallel(n_jobs=self.n_jobs)(
+            delayed(_fit_one)(
+                clone(models[name]), X, y, sample_weight,
+                f"({i} of {len(self._kept)}) Processing {name}" if self.verbose else None)
+            for i, name in enumerate(self._kept, start=1))
+        fitted = dict(zip(self._kept, self.estimators_, strict=True))
+        self.named_estimators_ = Bunch(**{name: fitted.get(name, model)
+                                          for name, model in estimators})
         return estimators
+
+    def _feature_names_prefix(self):
+        return type(self).__name__.lower()
 
     def _check_X(self, X):
         check_is_fitted(self, "estimators_")
@@ -136,6 +158,13 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         Non-negative weight of each model (None: equal weights), or of each model and
         class (columns in the order of ``classes_``), e.g. to trust a model more on the
         classes it is good at. A dropped model's weights are ignored.
+    n_jobs : int, default=None
+        Models fitted at once by joblib (None: one, -1: all cores).
+    flatten_transform : bool, default=True
+        Soft voting only: :meth:`transform` gives (n_samples, n_models * n_classes) when
+        True, (n_models, n_samples, n_classes) when False.
+    verbose : bool, default=False
+        Print each model's name and fit time as it is fitted.
 
     Attributes
     ----------
@@ -161,10 +190,14 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
     (569, 2)
     """
 
-    def __init__(self, estimators, *, voting="hard", weights=None):
+    def __init__(self, estimators, *, voting="hard", weights=None, n_jobs=None,
+                 flatten_transform=True, verbose=False):
         self.estimators = estimators
         self.voting = voting
         self.weights = weights
+        self.n_jobs = n_jobs
+        self.flatten_transform = flatten_transform
+        self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
         """Fit every model on (X, y) (with ``sample_weight`` when given)."""
@@ -230,12 +263,28 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
     def transform(self, X):
         """Each model's output: for soft voting the probabilities, shape
         (n_samples, n_models * n_classes), model after model; for hard voting the
-        predicted labels, shape (n_samples, n_models)."""
+        predicted labels, shape (n_samples, n_models). With ``flatten_transform=False``
+        soft voting gives the probabilities as (n_models, n_samples, n_classes)."""
         X = self._check_X(X)
         if self.voting == "soft":
-            return np.hstack([self._model_proba(model, X) for model in self.estimators_])
+            probas = [self._model_proba(model, X) for model in self.estimators_]
+            return np.hstack(probas) if self.flatten_transform else np.asarray(probas)
         return np.column_stack([self.classes_[self._codes(model, X)]
                                 for model in self.estimators_])
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of :meth:`transform`'s columns: ``votingclassifier_<model>`` for hard
+        voting, ``votingclassifier_<model><k>`` (k a class index) for soft voting."""
+        check_is_fitted(self, "estimators_")
+        _check_feature_names_in(self, input_features, generate_names=False)
+        prefix = self._feature_names_prefix()
+        if self.voting == "soft" and not self.flatten_transform:
+            raise ValueError("get_feature_names_out is not supported when `voting='soft'` "
+                             "and `flatten_transform=False`")
+        if self.voting == "soft":
+            return np.asarray([f"{prefix}_{name}{k}" for name in self._kept
+                               for k in range(len(self.classes_))], dtype=object)
+        return np.asarray([f"{prefix}_{name}" for name in self._kept], dtype=object)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -254,6 +303,10 @@ class VotingRegressor(RegressorMixin, _BaseVoting):
     estimators : list of (str, regressor or "drop")
     weights : array-like of shape (n_estimators,), default=None
         Non-negative weight of each model (None: equal weights).
+    n_jobs : int, default=None
+        Models fitted at once by joblib (None: one, -1: all cores).
+    verbose : bool, default=False
+        Print each model's name and fit time as it is fitted.
 
     Attributes
     ----------
@@ -274,9 +327,11 @@ class VotingRegressor(RegressorMixin, _BaseVoting):
     (442, 2)
     """
 
-    def __init__(self, estimators, *, weights=None):
+    def __init__(self, estimators, *, weights=None, n_jobs=None, verbose=False):
         self.estimators = estimators
         self.weights = weights
+        self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, X, y, sample_weight=None):
         """Fit every model on (X, y) (with ``sample_weight`` when given)."""
@@ -293,6 +348,13 @@ class VotingRegressor(RegressorMixin, _BaseVoting):
         X = self._check_X(X)
         return np.column_stack([np.asarray(model.predict(X), dtype=np.float64).ravel()
                                 for model in self.estimators_])
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of :meth:`transform`'s columns: ``votingregressor_<model>``."""
+        check_is_fitted(self, "estimators_")
+        _check_feature_names_in(self, input_features, generate_names=False)
+        prefix = self._feature_names_prefix()
+        return np.asarray([f"{prefix}_{name}" for name in self._kept], dtype=object)
 
     def predict(self, X):
         """sum_m w_m f_m(x) / sum_m w_m."""

@@ -233,3 +233,35 @@ def test_stacking_with_silva_gradient_boosting_as_final_estimator():
          ("knn", KNeighborsClassifier())], final, passthrough=True, cv=3)
     assert stack.fit(X_train, y_train).score(X_test, y_test) > 0.9
     assert stack.predict_proba(X_test).shape == (len(y_test), 2)
+
+
+def test_voting_options_of_sklearn_match_sklearn(capsys):
+    """n_jobs, verbose, flatten_transform and get_feature_names_out as scikit-learn has
+    them: same transform and column names, one progress line per model."""
+    X, y = load_iris(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("nb", GaussianNB()), ("gone", "drop")]
+    # Progress is printed by the process that fits: n_jobs=None keeps it in this one.
+    VotingClassifier(models, verbose=True).fit(X, y)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(", total=")[0] for line in printed] == [
+        "[Voting] (1 of 2) Processing tree", "[Voting] (2 of 2) Processing nb"]
+    ours = VotingClassifier(models, voting="soft", n_jobs=2, flatten_transform=False).fit(X, y)
+    theirs = SklearnVotingClassifier(models, voting="soft", flatten_transform=False).fit(X, y)
+    assert ours.transform(X).shape == (2, len(X), 3)
+    np.testing.assert_allclose(ours.transform(X), theirs.transform(X))
+    with pytest.raises(ValueError, match="flatten_transform=False"):
+        ours.get_feature_names_out()
+    for voting in ("soft", "hard"):
+        ours.set_params(voting=voting, flatten_transform=True)
+        theirs.set_params(voting=voting, flatten_transform=True)
+        assert ours.get_feature_names_out().tolist() == \
+            theirs.get_feature_names_out().tolist()
+    Xr, yr = load_diabetes(return_X_y=True)
+    regressors = [("tree", DecisionTreeRegressor(max_depth=2)), ("ridge", Ridge())]
+    ours_r = VotingRegressor(regressors, n_jobs=2).fit(Xr, yr)
+    theirs_r = SklearnVotingRegressor(regressors).fit(Xr, yr)
+    assert ours_r.get_feature_names_out().tolist() == ["votingregressor_tree",
+                                                       "votingregressor_ridge"]
+    assert ours_r.get_feature_names_out().tolist() == \
+        theirs_r.get_feature_names_out().tolist()
