@@ -20,13 +20,13 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
 from sklearn.utils import Bunch
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 from sklearn.utils.validation import (
     _check_feature_names_in,
     check_is_fitted,
     column_or_1d,
     validate_data,
 )
+from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 
 from silva import _input
 from silva._mixins import HeterogeneousEnsembleMixin
