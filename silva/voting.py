@@ -37,17 +37,23 @@ __all__ = ["HeterogeneousEnsembleMixin", "VotingClassifier", "VotingRegressor"]
 DROP = "drop"
 
 
+# scikit-learn's wording of a malformed ``estimators`` (its tests match on it); silva
+# adds what it got.
+_INVALID_ESTIMATORS = ("Invalid 'estimators' attribute, 'estimators' should be a non-empty "
+                       "list of (string, estimator) tuples")
+
+
 def check_estimator_list(estimators, kind, allow_drop=True):
     """Validated ``[(name, estimator)]``: unique valid names, at least one model that is
     not ``"drop"``, each with ``fit`` and, for classifiers/regressors, ``predict``."""
     if not isinstance(estimators, list | tuple) or len(estimators) == 0:
-        raise ValueError(f"estimators must be a non-empty list of (name, estimator) pairs; "
-                         f"got {estimators!r}.")
+        raise ValueError(f"{_INVALID_ESTIMATORS}: estimators must be a non-empty list of "
+                         f"(name, estimator) pairs; got {estimators!r}.")
     names = []
     for item in estimators:
         if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)):
-            raise ValueError(f"estimators must hold (name, estimator) pairs with string "
-                             f"names; got {item!r}.")
+            raise ValueError(f"{_INVALID_ESTIMATORS}: estimators must hold (name, "
+                             f"estimator) pairs with string names; got {item!r}.")
         name, model = item
         if "__" in name or not name:
             raise ValueError(f"estimator name {name!r} must be non-empty and must not "
@@ -126,8 +132,10 @@ class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin
         weights = np.asarray(self.weights, dtype=np.float64) if not isinstance(
             self.weights, str) else None
         if weights is None or weights.ndim not in (1, 2) or weights.shape[0] != n_all:
-            raise ValueError(f"weights must have one entry (or one row) per estimator, "
-                             f"{n_all} in all; got {self.weights!r}.")
+            # The first sentence is scikit-learn's.
+            raise ValueError(f"Number of `estimators` and weights must be equal: weights "
+                             f"must have one entry (or one row) per estimator, {n_all} in "
+                             f"all; got {self.weights!r}.")
         if weights.ndim == 2 and (n_classes is None or weights.shape[1] != n_classes):
             expected = ("a 1-d array" if n_classes is None
                         else f"shape ({n_all}, {n_classes}) (one weight per class)")

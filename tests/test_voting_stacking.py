@@ -265,3 +265,54 @@ def test_voting_options_of_sklearn_match_sklearn(capsys):
                                                        "votingregressor_ridge"]
     assert ours_r.get_feature_names_out().tolist() == \
         theirs_r.get_feature_names_out().tolist()
+
+
+@pytest.mark.parametrize("passthrough", [False, True])
+def test_stacking_feature_names_match_sklearn(passthrough):
+    X, y = load_iris(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("svc", LinearSVC()), ("gone", "drop")]
+    names = [f"f{i}" for i in range(X.shape[1])]
+    ours = StackingClassifier(models, passthrough=passthrough).fit(X, y)
+    theirs = SklearnStackingClassifier(models, passthrough=passthrough).fit(X, y)
+    assert ours.get_feature_names_out(names).tolist() == \
+        theirs.get_feature_names_out(names).tolist()
+    assert len(ours.get_feature_names_out()) == ours.transform(X).shape[1]
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    binary = StackingClassifier(models[:1], passthrough=passthrough).fit(Xb, yb)
+    assert binary.get_feature_names_out().tolist()[0] == "stackingclassifier_tree"
+
+
+def test_stacking_regressor_passes_predict_params_to_final_model():
+    from sklearn.linear_model import BayesianRidge
+
+    X, y = load_diabetes(return_X_y=True)
+    stack = StackingRegressor([("tree", DecisionTreeRegressor(max_depth=3)),
+                               ("ridge", Ridge())], final_estimator=BayesianRidge()).fit(X, y)
+    mean, std = stack.predict(X[:20], return_std=True)
+    expected_mean, expected_std = stack.final_estimator_.predict(stack.transform(X[:20]),
+                                                                 return_std=True)
+    np.testing.assert_allclose(mean, expected_mean)
+    np.testing.assert_allclose(std, expected_std)
+    np.testing.assert_allclose(mean, stack.predict(X[:20]))
+
+
+def test_stacking_prefit_keeps_fitted_models_and_matches_sklearn():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["a", "b", "c"])[y]
+    X1, X2, y1, y2 = train_test_split(X, labels, test_size=0.5, random_state=0)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0).fit(X1, y1)),
+              ("nb", GaussianNB().fit(X1, y1))]
+    ours = StackingClassifier(models, cv="prefit").fit(X2, y2)
+    theirs = SklearnStackingClassifier(models, cv="prefit").fit(X2, y2)
+    assert all(a is b for a, (_, b) in zip(ours.estimators_, models, strict=True))
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-6)
+    # Stacked predictions of prefit models (labels) become class codes like the others'.
+    by_vote = StackingClassifier(models, cv="prefit", stack_method="predict").fit(X2, y2)
+    codes = np.column_stack([np.searchsorted(ours.classes_, m.predict(X)) for _, m in models])
+    np.testing.assert_array_equal(by_vote.transform(X), codes)
+    with pytest.raises(NotFittedError, match="'tree' is not fitted"):
+        StackingClassifier([("tree", DecisionTreeClassifier())], cv="prefit").fit(X2, y2)
