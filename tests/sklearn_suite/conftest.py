@@ -14,7 +14,7 @@ The fixtures scikit-learn's own ``sklearn/conftest.py`` gives its tests
 (``global_random_seed``, ``global_dtype``, ``pyplot``) are provided here with the same
 contract, and every test listed in ``expected_failures.py`` is marked as a strict xfail,
 so the harness is green exactly when every other test passes and a listed test that
-starts passing is reported.
+starts passing is reported. ``SILVA_SKLEARN_SUITE_RAW=1`` leaves the marks off.
 
 A suite whose module the installed scikit-learn lacks is reported as skipped.
 """
@@ -169,6 +169,10 @@ def _expected_failure(item):
 
 
 def pytest_collection_modifyitems(config, items):
+    # SILVA_SKLEARN_SUITE_RAW=1 runs the suites without the xfail marks, to see every
+    # failure's own message when updating expected_failures.py.
+    if os.environ.get("SILVA_SKLEARN_SUITE_RAW", "0") == "1":
+        return
     for item in items:
         reason = _expected_failure(item)
         if reason is not None:
