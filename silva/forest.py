@@ -420,6 +420,18 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         X = self._validated_X(X)
         return self._packed.apply(X)
 
+    def decision_path(self, X):
+        """The nodes each sample visits in every tree, as scikit-learn's forests give
+        them: a sparse (n_samples, total nodes) indicator, the trees' node columns side
+        by side, and ``n_nodes_ptr`` (n_estimators + 1,), where tree t's columns are
+        ``indicator[:, n_nodes_ptr[t]:n_nodes_ptr[t + 1]]``."""
+        from scipy import sparse
+
+        X = self._validated_X(X)
+        paths = [estimator.tree_.decision_path(X) for estimator in self.estimators_]
+        n_nodes_ptr = np.cumsum([0] + [path.shape[1] for path in paths])
+        return sparse.hstack(paths).tocsr(), n_nodes_ptr
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True

@@ -46,6 +46,7 @@ from silva.persistence import PersistenceMixin
 from silva.voting import (
     check_estimator_list,
     check_model_input,
+    check_takes_sample_weight,
     fit_params,
 )
 
@@ -100,6 +101,8 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
             sample_weight = _input.check_sample_weight(sample_weight, n_samples)
         params = fit_params(sample_weight)
         kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
+        check_takes_sample_weight([*kept, ("final_estimator", final)], sample_weight,
+                                  type(self).__name__)
         methods = self._resolve_methods(kept)
         if isinstance(self.cv, str) and self.cv == "prefit":
             return self._fit_prefit(X, y, estimators, kept, methods, final, params)
@@ -284,8 +287,9 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
                 method = next(m for m in ("predict_proba", "decision_function", "predict")
                               if hasattr(model, m))
             elif not hasattr(model, method):
-                raise ValueError(f"stack_method={method!r} is not available for estimator "
-                                 f"{name!r} ({type(model).__name__}).")
+                raise ValueError(f"Underlying estimator {name!r} does not implement the "
+                                 f"method {method}: stack_method={method!r} is not available "
+                                 f"for it ({type(model).__name__}).")
             resolved.append(method)
         return resolved
 

@@ -24,6 +24,7 @@ from sklearn.utils.validation import (
     _check_feature_names_in,
     check_is_fitted,
     column_or_1d,
+    has_fit_parameter,
     validate_data,
 )
 from sklearn.utils.validation import _num_samples as _sklearn_num_samples
@@ -67,7 +68,8 @@ def check_estimator_list(estimators, kind, allow_drop=True):
             raise ValueError(f"estimator {name!r} must be an {kind} with fit and predict "
                              f"(or 'drop'); got {model!r}.")
     if all(isinstance(m, str) and m == DROP for _, m in estimators):
-        raise ValueError("estimators are all 'drop': at least one model is needed.")
+        raise ValueError("All estimators are dropped. At least one is required: every "
+                         "entry of estimators is 'drop'.")
     return [(name, model) for name, model in estimators]
 
 
@@ -84,6 +86,20 @@ def check_model_input(ensemble, X, *, reset):
 
 def fit_params(sample_weight):
     return {} if sample_weight is None else {"sample_weight": sample_weight}
+
+
+def check_takes_sample_weight(named_models, sample_weight, ensemble):
+    """A TypeError, in scikit-learn's words, when ``sample_weight`` is given and one of
+    ``named_models`` (``[(name, model)]``) has a ``fit`` without that parameter: it
+    would otherwise fail deep inside the fit, or, in a cross-validation, once per
+    fold."""
+    if sample_weight is None:
+        return
+    for name, model in named_models:
+        if not has_fit_parameter(model, "sample_weight"):
+            raise TypeError(f"Underlying estimator {type(model).__name__} does not support "
+                            f"sample weights: {ensemble} was given sample_weight, and "
+                            f"{name!r}.fit takes no sample_weight parameter.")
 
 
 def _fit_one(model, X, y, sample_weight, progress):
@@ -103,6 +119,9 @@ class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin
         X = check_model_input(self, X, reset=True)
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, _num_samples(X))
+        check_takes_sample_weight([(name, model) for name, model in estimators
+                                   if not isinstance(model, str)], sample_weight,
+                                  type(self).__name__)
         self._kept = [name for name, model in estimators if not isinstance(model, str)]
         models = dict(estimators)
         # The models are independent: n_jobs fits them in parallel (joblib's meaning).

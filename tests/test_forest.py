@@ -624,3 +624,18 @@ def test_forest_face_of_scikit_learn():
     assert all(np.array_equal(s, np.arange(80)) for s in no_bootstrap.estimators_samples_)
     with pytest.raises(ValueError, match="`max_sample` cannot be set if `bootstrap=False`"):
         ExtraTreesClassifier(max_samples=0.5).fit(X, y)
+
+
+def test_decision_path_stacks_the_trees_paths():
+    """Tree t's block of the forest's indicator is that tree's own decision_path, and
+    every sample visits each tree's root and exactly one of its leaves."""
+    X, y = make_classification(50, 4, random_state=0)
+    forest = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(X, y)
+    indicator, n_nodes_ptr = forest.decision_path(X)
+    assert n_nodes_ptr[-1] == indicator.shape[1] and len(n_nodes_ptr) == 5
+    leaves = forest.apply(X)
+    for t, tree in enumerate(forest.estimators_):
+        block = indicator[:, n_nodes_ptr[t]:n_nodes_ptr[t + 1]].toarray()
+        np.testing.assert_array_equal(block, tree.decision_path(X).toarray())
+        assert block[:, 0].all()
+        np.testing.assert_array_equal(block[np.arange(50), leaves[:, t]], 1)

@@ -316,3 +316,23 @@ def test_stacking_prefit_keeps_fitted_models_and_matches_sklearn():
     np.testing.assert_array_equal(by_vote.transform(X), codes)
     with pytest.raises(NotFittedError, match="'tree' is not fitted"):
         StackingClassifier([("tree", DecisionTreeClassifier())], cv="prefit").fit(X2, y2)
+
+
+def test_sample_weight_for_a_model_without_it_is_a_type_error():
+    """sample_weight given and a model whose fit has no such parameter: a TypeError in
+    scikit-learn's words, naming the model, before anything is fitted."""
+    X, y = load_iris(return_X_y=True)
+    weight = np.ones(len(y))
+    models = [("tree", DecisionTreeClassifier(max_depth=2)), ("knn", KNeighborsClassifier())]
+    for ensemble in (VotingClassifier(models), StackingClassifier(models)):
+        with pytest.raises(TypeError, match="KNeighborsClassifier does not support sample "
+                                            "weights.*'knn'.fit takes no sample_weight"):
+            ensemble.fit(X, y, sample_weight=weight)
+        ensemble.fit(X, y)  # without weights the same models are fine
+    with pytest.raises(TypeError, match="'final_estimator'.fit takes no sample_weight"):
+        StackingClassifier(models[:1], final_estimator=KNeighborsClassifier()).fit(
+            X, y, sample_weight=weight)
+    with pytest.raises(ValueError, match="All estimators are dropped"):
+        VotingClassifier([("a", "drop")]).fit(X, y)
+    with pytest.raises(ValueError, match="'svc' does not implement the method predict_proba"):
+        StackingClassifier([("svc", LinearSVC())], stack_method="predict_proba").fit(X, y)
