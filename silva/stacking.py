@@ -32,6 +32,7 @@ from sklearn.base import (
 from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils import Bunch
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _check_feature_names_in,
@@ -44,10 +45,14 @@ from silva import _input
 from silva._mixins import HeterogeneousEnsembleMixin
 from silva.persistence import PersistenceMixin
 from silva.voting import (
+    _named_models,
+    _routing_enabled,
     check_estimator_list,
     check_model_input,
     check_takes_sample_weight,
     fit_params,
+    reject_unrouted_params,
+    routed_fit_params,
 )
 
 __all__ = ["StackingClassifier", "StackingRegressor"]
@@ -86,7 +91,7 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
     def _resolve_methods(self, estimators):
         return ["predict"] * len(estimators)
 
-    def _fit_stack(self, X, y, sample_weight, kind):
+    def _fit_stack(self, X, y, sample_weight, kind, extra_params):
         estimators = check_estimator_list(self.estimators, kind)
         if not isinstance(self.passthrough, bool | np.bool_):
             raise TypeError(f"passthrough must be True or False; got {self.passthrough!r}.")
@@ -99,10 +104,14 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
             raise ValueError(f"X has {n_samples} samples but y has {y.shape[0]}.")
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, n_samples)
-        params = fit_params(sample_weight)
         kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
-        check_takes_sample_weight([*kept, ("final_estimator", final)], sample_weight,
-                                  type(self).__name__)
+        if not _routing_enabled():
+            check_takes_sample_weight([*kept, ("final_estimator", final)], sample_weight,
+                                      type(self).__name__)
+        routed = routed_fit_params(self, [name for name, _ in kept], sample_weight,
+                                   extra_params)
+        # The final model gets every fit parameter, as in scikit-learn's stacking.
+        params = {**fit_params(sample_weight), **extra_params}
         methods = self._resolve_methods(kept)
         if isinstance(self.cv, str) and self.cv == "prefit":
             return self._fit_prefit(X, y, estimators, kept, methods, final, params)
@@ -123,9 +132,9 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         self.stack_method_ = []
         columns = []
         for (name, model), method in zip(kept, methods, strict=True):
-            fitted = clone(model).fit(X, y, **params)
+            fitted = clone(model).fit(X, y, **routed[name])
             out_of_fold = cross_val_predict(clone(model), X, y, cv=folds, method=method,
-                                            params=params)
+                                            params=routed[name])
             self.estimators_.append(fitted)
             self.named_estimators_[name] = fitted
             self.stack_method_.append(method)
@@ -162,6 +171,28 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
 
     def _model_output(self, model, method, X):
         return getattr(model, method)(X)
+
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit`` routes to each base model's ``fit``,
+        ``predict`` to the final model's ``predict`` (used only with
+        ``sklearn.set_config(enable_metadata_routing=True)``)."""
+        router = MetadataRouter(owner=self)
+        for name, model in _named_models(self.estimators):
+            router.add(**{name: model},
+                       method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+        final = getattr(self, "final_estimator_", None)
+        router.add(final_estimator_=final if final is not None
+                   else self._final_estimator_template(),
+                   method_mapping=MethodMapping().add(caller="predict", callee="predict"))
+        return router
+
+    def _final_predict_params(self, predict_params):
+        """The keyword arguments of the final model's ``predict``: routed when metadata
+        routing is on, all of ``predict_params`` otherwise."""
+        if not _routing_enabled():
+            return predict_params
+        return dict(process_routing(self, "predict", **predict_params).final_estimator_
+                    .predict)
 
     def get_feature_names_out(self, input_features=None):
         """Names of :meth:`transform`'s columns: ``<ensemble>_<model>`` for a model
@@ -293,8 +324,13 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
             resolved.append(method)
         return resolved
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the base models, their out-of-fold predictions and the final model."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the base models, their out-of-fold predictions and the final model.
+
+        ``fit_params`` beyond ``sample_weight`` need scikit-learn's metadata routing,
+        which sends them to the base models that request them; the final model gets
+        them all, as in scikit-learn."""
+        reject_unrouted_params(self, fit_params)
         if y is None:
             raise ValueError("StackingClassifier requires y to be passed, but the target y "
                              "is None.")
@@ -303,13 +339,14 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         if len(self.classes_) < 2:
             raise ValueError(f"StackingClassifier needs samples of at least 2 classes in y; "
                              f"got {len(self.classes_)} class: {self.classes_.tolist()}.")
-        return self._fit_stack(X, y_code, sample_weight, "classifier")
+        return self._fit_stack(X, y_code, sample_weight, "classifier", fit_params)
 
     def predict(self, X, **predict_params):
         """Class predicted by the final model from the meta-features of X;
         ``predict_params`` go to the final model's ``predict``."""
         meta = self.transform(X)
-        codes = self.final_estimator_.predict(meta, **predict_params)
+        codes = self.final_estimator_.predict(meta,
+                                              **self._final_predict_params(predict_params))
         return self.classes_[np.asarray(codes).astype(np.intp)]
 
     @available_if(_final_has("predict_proba"))
@@ -368,17 +405,23 @@ class StackingRegressor(RegressorMixin, _BaseStacking):
     def _default_final_estimator(self):
         return RidgeCV()
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the base models, their out-of-fold predictions and the final model."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the base models, their out-of-fold predictions and the final model.
+
+        ``fit_params`` beyond ``sample_weight`` need scikit-learn's metadata routing,
+        which sends them to the base models that request them; the final model gets
+        them all, as in scikit-learn."""
+        reject_unrouted_params(self, fit_params)
         if y is None:
             raise ValueError("StackingRegressor requires y to be passed, but the target y "
                              "is None.")
         y = column_or_1d(y, warn=True)
-        return self._fit_stack(X, y, sample_weight, "regressor")
+        return self._fit_stack(X, y, sample_weight, "regressor", fit_params)
 
     def predict(self, X, **predict_params):
         """The final model's prediction from the meta-features of X; ``predict_params``
         go to the final model's ``predict`` (e.g. ``return_std=True`` of a Gaussian
         process or Bayesian ridge, which then returns (mean, std))."""
         meta = self.transform(X)
-        return self.final_estimator_.predict(meta, **predict_params)
+        return self.final_estimator_.predict(meta,
+                                             **self._final_predict_params(predict_params))

@@ -17,8 +17,10 @@ import time
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
 from sklearn.utils import Bunch
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import (
     _check_feature_names_in,
@@ -102,11 +104,51 @@ def check_takes_sample_weight(named_models, sample_weight, ensemble):
                             f"{name!r}.fit takes no sample_weight parameter.")
 
 
-def _fit_one(model, X, y, sample_weight, progress):
-    """``model`` fitted on (X, y); with ``progress`` (a message), prints it and the
-    seconds the fit took, in scikit-learn's ``[Voting] ... total=  0.1s`` form."""
+def _routing_enabled():
+    return bool(get_config().get("enable_metadata_routing", False))
+
+
+def reject_unrouted_params(ensemble, params, method="fit"):
+    """A ValueError when ``params`` (keyword arguments beyond ``sample_weight``) reach
+    ``method`` without scikit-learn's metadata routing, which alone says which model
+    is to receive them (the first sentence is scikit-learn's)."""
+    if params and not _routing_enabled():
+        raise ValueError(
+            f"Passing extra keyword arguments to {type(ensemble).__name__}.{method} is only "
+            f"supported if enable_metadata_routing=True, which you can set using "
+            f"`sklearn.set_config`; got {sorted(params)}. With routing on, each model says "
+            "which it takes (e.g. `set_fit_request`).")
+
+
+def routed_fit_params(ensemble, names, sample_weight, params):
+    """``{name: keyword arguments of that model's fit}``.
+
+    With scikit-learn's metadata routing on, ``sample_weight`` and ``params`` go to
+    the models that requested them (:func:`sklearn.utils.metadata_routing.process_routing`
+    over :meth:`get_metadata_routing`); otherwise every model gets ``sample_weight``.
+    """
+    if not _routing_enabled():
+        reject_unrouted_params(ensemble, params)
+        return {name: fit_params(sample_weight) for name in names}
+    given = {**fit_params(sample_weight), **params}
+    routed = process_routing(ensemble, "fit", **given)
+    return {name: dict(routed[name].fit) for name in names}
+
+
+def _named_models(estimators):
+    """The (name, model) pairs of ``estimators`` that are models (not "drop"), as far
+    as ``estimators`` is well formed (routing is asked before validation)."""
+    return [(item[0], item[1]) for item in (estimators or [])
+            if isinstance(item, tuple | list) and len(item) == 2
+            and not (isinstance(item[1], str) and item[1] == DROP)]
+
+
+def _fit_one(model, X, y, params, progress):
+    """``model`` fitted on (X, y) with ``params``; with ``progress`` (a message), prints
+    it and the seconds the fit took, in scikit-learn's ``[Voting] ... total=  0.1s``
+    form."""
     started = time.perf_counter()
-    model.fit(X, y, **fit_params(sample_weight))
+    model.fit(X, y, **params)
     if progress is not None:
         print(f"[Voting] {progress}, total={time.perf_counter() - started:6.1f}s", flush=True)
     return model
@@ -114,20 +156,21 @@ def _fit_one(model, X, y, sample_weight, progress):
 
 class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
                   BaseEstimator):
-    def _fit_models(self, X, y, sample_weight, kind):
+    def _fit_models(self, X, y, sample_weight, kind, params):
         estimators = check_estimator_list(self.estimators, kind)
         X = check_model_input(self, X, reset=True)
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, _num_samples(X))
-        check_takes_sample_weight([(name, model) for name, model in estimators
-                                   if not isinstance(model, str)], sample_weight,
-                                  type(self).__name__)
         self._kept = [name for name, model in estimators if not isinstance(model, str)]
         models = dict(estimators)
+        if not _routing_enabled():
+            check_takes_sample_weight([(name, models[name]) for name in self._kept],
+                                      sample_weight, type(self).__name__)
+        routed = routed_fit_params(self, self._kept, sample_weight, params)
         # The models are independent: n_jobs fits them in parallel (joblib's meaning).
         self.estimators_ = Parallel(n_jobs=self.n_jobs)(
             delayed(_fit_one)(
-                clone(models[name]), X, y, sample_weight,
+                clone(models[name]), X, y, routed[name],
                 f"({i} of {len(self._kept)}) Processing {name}" if self.verbose else None)
             for i, name in enumerate(self._kept, start=1))
         fitted = dict(zip(self._kept, self.estimators_, strict=True))
@@ -137,6 +180,16 @@ class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin
 
     def _feature_names_prefix(self):
         return type(self).__name__.lower()
+
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit`` routes to each model's ``fit``
+        (used only with ``sklearn.set_config(enable_metadata_routing=True)``)."""
+        router = MetadataRouter(owner=self)
+        for name, model in _named_models(self.estimators):
+            router.add(**{name: model},
+                       method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+        return router
+
 
     def _check_X(self, X):
         check_is_fitted(self, "estimators_")
@@ -226,8 +279,10 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         self.flatten_transform = flatten_transform
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit every model on (X, y) (with ``sample_weight`` when given)."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit every model on (X, y) (with ``sample_weight`` when given); other
+        ``fit_params`` need scikit-learn's metadata routing, which routes them."""
+        reject_unrouted_params(self, fit_params)
         _input.check_option(self.voting, "voting", {"hard", "soft"})
         if y is None:
             raise ValueError("VotingClassifier requires y to be passed, but the target y "
@@ -235,7 +290,7 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         y = column_or_1d(y, warn=True)
         self.classes_, y_code = _input.classification_target(y)
         # Models are fitted on the class codes, so their outputs line up with classes_.
-        estimators = self._fit_models(X, y_code, sample_weight, "classifier")
+        estimators = self._fit_models(X, y_code, sample_weight, "classifier", fit_params)
         self._weights = self._model_weights(estimators, len(self.classes_))
         if self.voting == "soft":
             for name, model in zip(self._kept, self.estimators_, strict=True):
@@ -360,13 +415,15 @@ class VotingRegressor(RegressorMixin, _BaseVoting):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit every model on (X, y) (with ``sample_weight`` when given)."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit every model on (X, y) (with ``sample_weight`` when given); other
+        ``fit_params`` need scikit-learn's metadata routing, which routes them."""
+        reject_unrouted_params(self, fit_params)
         if y is None:
             raise ValueError("VotingRegressor requires y to be passed, but the target y "
                              "is None.")
         y = column_or_1d(y, warn=True)
-        estimators = self._fit_models(X, y, sample_weight, "regressor")
+        estimators = self._fit_models(X, y, sample_weight, "regressor", fit_params)
         self._weights = self._model_weights(estimators)
         return self
 

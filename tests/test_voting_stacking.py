@@ -336,3 +336,43 @@ def test_sample_weight_for_a_model_without_it_is_a_type_error():
         VotingClassifier([("a", "drop")]).fit(X, y)
     with pytest.raises(ValueError, match="'svc' does not implement the method predict_proba"):
         StackingClassifier([("svc", LinearSVC())], stack_method="predict_proba").fit(X, y)
+
+
+def test_metadata_routing_sends_sample_weight_where_requested():
+    """With scikit-learn's metadata routing on, sample_weight reaches only the models
+    that request it (set_fit_request) and predict parameters reach the final model
+    that requests them; with routing off, parameters other than sample_weight are
+    refused in scikit-learn's words."""
+    from sklearn import config_context
+    from sklearn.linear_model import BayesianRidge
+
+    X, y = make_classification(120, 5, random_state=0)
+    weight = np.random.RandomState(0).uniform(0.1, 3.0, size=len(y))
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        VotingClassifier([("a", DecisionTreeClassifier())]).fit(X, y, metadata="m")
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        StackingClassifier([("a", DecisionTreeClassifier())]).fit(X, y, metadata="m")
+    weighted = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y, weight)
+    unweighted = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    assert not np.allclose(weighted.predict_proba(X), unweighted.predict_proba(X))
+    with config_context(enable_metadata_routing=True):
+        models = [
+            ("asks", DecisionTreeClassifier(max_depth=3, random_state=0)
+             .set_fit_request(sample_weight=True)),
+            ("declines", DecisionTreeClassifier(max_depth=3, random_state=0)
+             .set_fit_request(sample_weight=False)),
+        ]
+        vote = VotingClassifier(models).fit(X, y, sample_weight=weight)
+        stack = StackingClassifier(
+            models, final_estimator=LogisticRegression().set_fit_request(sample_weight=True)
+        ).fit(X, y, sample_weight=weight)
+        Xr, yr = load_diabetes(return_X_y=True)
+        regression = StackingRegressor(
+            [("tree", DecisionTreeRegressor(max_depth=2).set_fit_request(sample_weight=False))],
+            final_estimator=BayesianRidge().set_predict_request(return_std=True)).fit(Xr, yr)
+        mean, std = regression.predict(Xr[:5], return_std=True)
+    for ensemble in (vote, stack):
+        asks, declines = ensemble.estimators_
+        np.testing.assert_allclose(asks.predict_proba(X), weighted.predict_proba(X))
+        np.testing.assert_allclose(declines.predict_proba(X), unweighted.predict_proba(X))
+    assert std.shape == mean.shape == (5,) and np.all(std > 0)
