@@ -70,7 +70,10 @@ def _final_has(method):
         final = getattr(self, "final_estimator_", None)
         if final is None:
             final = self._final_estimator_template()
-        return hasattr(final, method)
+        # getattr, not hasattr: the final model's own AttributeError becomes the cause
+        # of the one available_if raises, as in scikit-learn's stacking.
+        getattr(final, method)
+        return True
 
     return check
 

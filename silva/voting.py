@@ -331,7 +331,15 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         X = self._check_X(X)
         return self.classes_[np.argmax(self._class_scores(X), axis=1)]
 
-    @available_if(lambda self: self.voting == "soft")
+    def _check_soft_voting(self):
+        # Raised, not returned False: available_if then chains this reason as the
+        # AttributeError's cause, as scikit-learn's voting does.
+        if self.voting != "soft":
+            raise AttributeError(f"predict_proba is not available when "
+                                 f"voting={self.voting!r}")
+        return True
+
+    @available_if(_check_soft_voting)
     def predict_proba(self, X):
         """Soft voting only: the weighted probability sums, normalised to sum to one per
         sample (with per-model weights, the weighted average of the probabilities). A

@@ -376,3 +376,19 @@ def test_metadata_routing_sends_sample_weight_where_requested():
         np.testing.assert_allclose(asks.predict_proba(X), weighted.predict_proba(X))
         np.testing.assert_allclose(declines.predict_proba(X), unweighted.predict_proba(X))
     assert std.shape == mean.shape == (5,) and np.all(std > 0)
+
+
+def test_missing_methods_say_why_in_the_cause():
+    """A method a configuration lacks raises AttributeError whose cause says why, as
+    scikit-learn's voting and stacking do."""
+    X, y = load_iris(return_X_y=True)
+    hard = VotingClassifier([("tree", DecisionTreeClassifier())]).fit(X, y)
+    with pytest.raises(AttributeError, match="has no attribute 'predict_proba'") as error:
+        hard.predict_proba(X)
+    assert "predict_proba is not available when voting='hard'" in str(error.value.__cause__)
+    assert not hasattr(hard, "predict_proba")
+    stack = StackingClassifier([("tree", DecisionTreeClassifier())],
+                               final_estimator=DecisionTreeClassifier()).fit(X, y)
+    with pytest.raises(AttributeError, match="has no attribute 'decision_function'") as error:
+        stack.decision_function(X)
+    assert "decision_function" in str(error.value.__cause__)
