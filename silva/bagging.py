@@ -35,6 +35,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
@@ -422,6 +423,18 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         total = np.zeros((X.shape[0], self.n_classes_))
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
             total += self._member_proba(member, X[:, features])
+        return total / len(self.estimators_)
+
+    @available_if(lambda self: hasattr(self._base_estimator(), "decision_function"))
+    def decision_function(self, X):
+        """Mean of the members' decision functions, when the estimator has one (as in
+        scikit-learn's bagging): (n_samples,) with two classes, else (n_samples,
+        n_classes). The members learn class indices, so the columns follow
+        ``classes_`` for every member that saw all the classes."""
+        check_is_fitted(self, "estimators_")
+        X = self._validated_X(X)
+        total = sum(member.decision_function(X[:, features]) for member, features
+                    in zip(self.estimators_, self.estimators_features_, strict=True))
         return total / len(self.estimators_)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):

@@ -486,3 +486,16 @@ def test_ensemble_face_of_scikit_learn():
     with pytest.warns(UserWarning, match="without increasing n_estimators"):
         bag.fit(X, y)
     assert len(bag) == 4
+
+
+def test_decision_function_is_the_members_mean():
+    """Available when the estimator has one: the mean of the members' decision
+    functions on their columns, as scikit-learn's bagging gives it."""
+    X, y = make_classification(80, 6, n_informative=4, n_classes=3, random_state=0)
+    bag = BaggingClassifier(LinearSVC(), n_estimators=4, max_features=0.5,
+                            random_state=0).fit(X, y)
+    members = zip(bag.estimators_, bag.estimators_features_, strict=True)
+    expected = np.mean([m.decision_function(X[:, f]) for m, f in members], axis=0)
+    np.testing.assert_allclose(bag.decision_function(X), expected)
+    assert bag.decision_function(X).shape == (80, 3)
+    assert not hasattr(BaggingClassifier(n_estimators=2).fit(X, y), "decision_function")

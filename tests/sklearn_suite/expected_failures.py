@@ -571,8 +571,6 @@ EXPECTED_FAILURES = {
         gap("TypeError: PredictLogProbaMixin.predict_log_proba() got an unexpected keyword argument 'sample_weight'"),
     "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithoutPredictProba-predict-predict]":
         gap("TypeError: BaggingClassifier.predict() got an unexpected keyword argument 'sample_weight'"),
-    "test_bagging.py::test_parallel_classification":
-        gap("AttributeError: 'BaggingClassifier' object has no attribute 'decision_function'"),
     "test_bagging.py::test_warm_start_with_oob_score_fails":
         gap("Failed: DID NOT RAISE ValueError"),
     "test_forest.py::test_backend_respected":
