@@ -503,16 +503,19 @@ def check_sample_weight(sample_weight, n_samples):
     except (TypeError, ValueError) as error:
         raise ValueError(f"sample_weight must be numeric: {error}") from None
     if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
+        # scikit-learn's "sample_weight.shape == (1,), expected (6,)" kept inside.
         raise ValueError(
             f"sample_weight must have shape ({n_samples},), one weight per sample; got "
-            f"shape {sample_weight.shape}."
+            f"shape {sample_weight.shape} (sample_weight.shape == {sample_weight.shape}, "
+            f"expected ({n_samples},))."
         )
     if not np.all(np.isfinite(sample_weight)):
         raise ValueError("sample_weight contains NaN or infinity.")
     if np.any(sample_weight < 0):
         raise ValueError(
             f"sample_weight must be non-negative; sample {np.argmax(sample_weight < 0)} "
-            f"has weight {sample_weight[sample_weight < 0][0]}."
+            f"has weight {sample_weight[sample_weight < 0][0]} (Negative values in data "
+            "passed to `sample_weight`, in scikit-learn's words)."
         )
     with np.errstate(over="ignore"):
         total = sample_weight.sum()
@@ -636,7 +639,9 @@ def check_count_or_fraction(value, name, int_low, *, fraction_low_open=True):
     if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
         if value < int_low:
             raise ValueError(f"{name} must be an int >= {int_low} or a float in (0, 1]; "
-                             f"got {value}.")
+                             f"got {value} (in scikit-learn's words: the '{name}' parameter "
+                             f"must be an int in the range [{int_low}, inf) or a float in "
+                             "the range (0.0, 1.0]).")
         return value
     if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_):
         if not 0.0 < value <= 1.0:

@@ -35,6 +35,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
 from silva import _input
@@ -199,6 +200,10 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
         if self.n_estimators < n_existing:
             raise ValueError(f"n_estimators={self.n_estimators} must be at least the "
                              f"{n_existing} members already fitted when warm_start=True.")
+        if n_existing and self.n_estimators == n_existing:
+            warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
+                          f"new estimators: {type(self).__name__} already has {n_existing}.",
+                          UserWarning, stacklevel=3)
         self._fit_signature = (n_samples, n_features)
         self._draw_sizes = (n_drawn, n_features_drawn)
         seeds = check_random_state(self.random_state).randint(_MAX_SEED, size=self.n_estimators)
@@ -239,6 +244,25 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
                          "_oob_abs_residuals"):
                 self.__dict__.pop(name, None)
         return self
+
+    # ------------------------------------------------- scikit-learn's ensemble face
+    def __len__(self):
+        """Number of fitted members."""
+        return len(self.estimators_)
+
+    def __getitem__(self, index):
+        """The ``index``-th fitted member."""
+        return self.estimators_[index]
+
+    def __iter__(self):
+        return iter(self.estimators_)
+
+    @property
+    def estimator_(self):
+        """The (unfitted) estimator the members are clones of: ``estimator``, or the
+        default silva tree when it is None."""
+        check_is_fitted(self, "estimators_")
+        return self._base_estimator()
 
     def _draw(self, seed):
         n_samples, n_features = self._fit_signature
@@ -316,9 +340,10 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         Estimate accuracy on the out-of-bag samples (``oob_score_``,
         ``oob_decision_function_``); needs ``bootstrap=True``.
     voting : {"soft", "hard"}, default="soft"
-        Soft: the class of highest mean probability (members need ``predict_proba``).
-        Hard: the majority class of the members' predictions (ties: the first class);
-        ``predict_proba`` is then the members' vote shares.
+        Soft: the class of highest mean probability (members without
+        ``predict_proba`` vote instead, as in scikit-learn). Hard: the majority class
+        of the members' predictions (ties: the first class); ``predict_proba`` is then
+        the members' vote shares.
     warm_start : bool, default=False
         Keep the fitted members and add new ones up to ``n_estimators``.
     n_jobs : int or None, default=None
@@ -369,10 +394,7 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
     def fit(self, X, y, sample_weight=None):
         """Fit the members on random samples of (X, y)."""
         _input.check_option(self.voting, "voting", {"soft", "hard"})
-        base = self._checked_estimator()
-        if self.voting == "soft" and not hasattr(base, "predict_proba"):
-            raise ValueError(f"voting='soft' needs predict_proba, which "
-                             f"{type(base).__name__} lacks; use voting='hard'.")
+        self._checked_estimator()
         X = self._prepare_X(X, reset=True)
         y = _input.target_1d(self, y, X.shape[0])
         classes, y_encoded = _input.classification_target(y)
@@ -385,7 +407,9 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
     def _member_proba(self, member, X_member):
         """The member's (n, n_classes_) probabilities (soft) or one-hot vote (hard)."""
         out = np.zeros((X_member.shape[0], self.n_classes_))
-        if self.voting == "soft":
+        # A member without predict_proba votes even under soft voting, as in
+        # scikit-learn's bagging (an SVC, a perceptron).
+        if self.voting == "soft" and hasattr(member, "predict_proba"):
             proba = member.predict_proba(X_member)
             out[:, np.asarray(member.classes_, dtype=np.intp)] = proba
         else:
@@ -399,6 +423,18 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         total = np.zeros((X.shape[0], self.n_classes_))
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
             total += self._member_proba(member, X[:, features])
+        return total / len(self.estimators_)
+
+    @available_if(lambda self: hasattr(self._base_estimator(), "decision_function"))
+    def decision_function(self, X):
+        """Mean of the members' decision functions, when the estimator has one (as in
+        scikit-learn's bagging): (n_samples,) with two classes, else (n_samples,
+        n_classes). The members learn class indices, so the columns follow
+        ``classes_`` for every member that saw all the classes."""
+        check_is_fitted(self, "estimators_")
+        X = self._validated_X(X)
+        total = sum(member.decision_function(X[:, features]) for member, features
+                    in zip(self.estimators_, self.estimators_features_, strict=True))
         return total / len(self.estimators_)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
@@ -514,7 +550,10 @@ def oob_covered(counts, minimum):
             f"of bag of some member or tree; at least {minimum} are needed to estimate the score. "
             "Use more samples, more members, or a smaller max_samples.")
     if not covered.all():
-        warnings.warn(f"{int(np.sum(~covered))} samples were drawn by every member and have "
+        # The first sentence is scikit-learn's, so that code matching it keeps working.
+        warnings.warn("Some inputs do not have OOB scores. This probably means too few "
+                      "estimators were used to compute any reliable oob estimates: "
+                      f"{int(np.sum(~covered))} samples were drawn by every member and have "
                       "no out-of-bag prediction; they are left out of oob_score_ (NaN in the "
                       "out-of-bag predictions). Use more members or trees.", UserWarning,
                       stacklevel=4)

@@ -65,10 +65,15 @@ def regression_inputs(estimator, X, y, sample_weight):
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
     offset = 0.0
     if code == criteria.POISSON:
+        # Each message opens with scikit-learn's sentence, so code matching it works.
         if np.any(y < 0):
-            raise ValueError("criterion='poisson' needs y >= 0; y has negative values.")
+            raise ValueError("Some value(s) of y are negative which is not allowed for "
+                             "Poisson regression: criterion='poisson' needs y >= 0; y has "
+                             "negative values.")
         if np.sum(y * sample_weight) <= 0:
-            raise ValueError("criterion='poisson' needs a positive sum of y.")
+            raise ValueError("Sum of y is not strictly positive which is necessary for "
+                             "Poisson regression: criterion='poisson' needs a positive sum "
+                             "of y.")
     elif code != criteria.ABSOLUTE_ERROR:
         # Variance scores square sums of w (y - offset): refuse a y whose squares overflow.
         _input.check_target_scale(y, sample_weight)

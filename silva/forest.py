@@ -19,6 +19,7 @@ correlation (:meth:`RandomForestClassifier.margin`,
 """
 
 import numbers
+import warnings
 
 import numpy as np
 from joblib import effective_n_jobs
@@ -119,21 +120,27 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             # "cv" cross-validates one tree; a forest's trees are averaged, not pruned alone.
             raise ValueError(f"ccp_alpha of a forest must be a float >= 0; got "
                              f"{self.ccp_alpha!r} ('cv' is for single trees).")
-        for name in ("bootstrap", "oob_score", "warm_start"):
-            value = getattr(self, name)
-            if name == "bootstrap" and isinstance(value, str) and value == POISSON:
-                continue
-            if not isinstance(value, bool | np.bool_):
-                extra = ' or "poisson"' if name == "bootstrap" else ""
-                raise ValueError(f"{name} must be True or False{extra}; got {value!r}.")
-        if self.oob_score and not self.bootstrap:
-            raise ValueError("oob_score=True needs bootstrap=True: without bootstrap every "
-                             "tree sees every sample and no sample is out of bag.")
+        bootstrap = self.bootstrap
+        if not (isinstance(bootstrap, bool | np.bool_)
+                or (isinstance(bootstrap, str) and bootstrap == POISSON)):
+            raise ValueError(f'bootstrap must be True, False or "poisson"; got {bootstrap!r}.')
+        if not isinstance(self.warm_start, bool | np.bool_):
+            raise ValueError(f"warm_start must be True or False; got {self.warm_start!r}.")
+        if not (isinstance(self.oob_score, bool | np.bool_) or callable(self.oob_score)):
+            raise ValueError(f"oob_score must be True, False or a metric "
+                             f"score_func(y_true, y_pred); got {self.oob_score!r}.")
+        if self.oob_score is not False and not self.bootstrap:
+            # The first sentence is scikit-learn's, so that code matching it keeps working.
+            raise ValueError("Out of bag estimation only available if bootstrap=True: "
+                             f"{type(self).__name__}(oob_score={self.oob_score!r}) needs "
+                             "bootstrap=True, since without bootstrap every tree sees every "
+                             "sample and no sample is out of bag.")
         if self.max_samples is None:
             return n_samples
         if not self.bootstrap:
-            raise ValueError("max_samples is only used with bootstrap=True; set "
-                             "max_samples=None or bootstrap=True.")
+            raise ValueError("`max_sample` cannot be set if `bootstrap=False`. Either switch "
+                             "to `bootstrap=True` or set `max_sample=None` "
+                             f"({type(self).__name__} got max_samples={self.max_samples!r}).")
         if isinstance(self.max_samples, numbers.Integral) and not isinstance(
                 self.max_samples, bool):
             if not 1 <= self.max_samples <= n_samples:
@@ -177,6 +184,10 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                              f"{n_existing} trees already fitted when warm_start=True.")
         if n_existing and self._fit_signature != (n_samples, n_features, n_classes):
             raise ValueError("warm_start=True needs the same data as the previous fit.")
+        if n_existing and self.n_estimators == n_existing:
+            warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
+                          f"new trees: {type(self).__name__} already has {n_existing}.",
+                          UserWarning, stacklevel=3)
         self._fit_signature = (n_samples, n_features, n_classes)
         new_seeds = seeds[n_existing:]
 
@@ -404,6 +415,42 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         estimator.tree_ = tree
         return estimator
 
+    # ------------------------------------------------- scikit-learn's ensemble face
+    def __len__(self):
+        """Number of fitted trees."""
+        return len(self.estimators_)
+
+    def __getitem__(self, index):
+        """The ``index``-th fitted tree (an estimator that predicts)."""
+        return self.estimators_[index]
+
+    def __iter__(self):
+        return iter(self.estimators_)
+
+    @property
+    def estimator(self):
+        """The unfitted tree the forest grows copies of, with the forest's tree
+        parameters (scikit-learn's ``estimator`` of a forest)."""
+        return self._make_tree()
+
+    @property
+    def estimators_samples_(self):
+        """Indices of the training rows each tree was grown on, int32, one array per
+        tree: the bootstrap draw with its repeats, or every row without bootstrap."""
+        check_is_fitted(self, "estimators_")
+        n_samples = self._fit_signature[0]
+        if not self.bootstrap:
+            return [np.arange(n_samples, dtype=np.int32) for _ in self._tree_seeds]
+        rows = np.arange(n_samples, dtype=np.int32)
+        # From the counts the trees were weighted by, so that the two cannot disagree.
+        return [np.repeat(rows, _bootstrap_counts(seed, n_samples, self._n_drawn)
+                          .astype(np.intp)) for seed in self._tree_seeds]
+
+    def _oob_scorer(self, default):
+        """The metric of ``oob_score_``: ``oob_score`` when it is a callable
+        score_func(y_true, y_pred), else ``default``."""
+        return self.oob_score if callable(self.oob_score) else default
+
     def _inbag_mask(self, n_samples):
         """(n_trees, n_samples) uint8: 1 where the sample trained the tree."""
         mask = np.ones((len(self._tree_seeds), n_samples), dtype=np.uint8)
@@ -452,6 +499,18 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         X = self._validated_X(X)
         return self._packed.apply(X)
 
+    def decision_path(self, X):
+        """The nodes each sample visits in every tree, as scikit-learn's forests give
+        them: a sparse (n_samples, total nodes) indicator, the trees' node columns side
+        by side, and ``n_nodes_ptr`` (n_estimators + 1,), where tree t's columns are
+        ``indicator[:, n_nodes_ptr[t]:n_nodes_ptr[t + 1]]``."""
+        from scipy import sparse
+
+        X = self._validated_X(X)
+        paths = [estimator.tree_.decision_path(X) for estimator in self.estimators_]
+        n_nodes_ptr = np.cumsum([0] + [path.shape[1] for path in paths])
+        return sparse.hstack(paths).tocsr(), n_nodes_ptr
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
@@ -497,7 +556,9 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         decision = np.full(sums.shape, np.nan)
         decision[covered] = sums[covered] / counts[covered, None]
         self.oob_decision_function_ = decision
-        self.oob_score_ = accuracy_score(y[covered], np.argmax(decision[covered], axis=1))
+        # Scored on the class indices, as scikit-learn does (its y is encoded too).
+        self.oob_score_ = self._oob_scorer(accuracy_score)(
+            y[covered], np.argmax(decision[covered], axis=1))
         self.oob_curve_ = curve
 
     def predict_proba(self, X):
@@ -640,7 +701,7 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         prediction = np.full(X.shape[0], np.nan)
         prediction[covered] = sums[covered, 0] / counts[covered]
         self.oob_prediction_ = prediction
-        self.oob_score_ = r2_score(y[covered], prediction[covered])
+        self.oob_score_ = self._oob_scorer(r2_score)(y[covered], prediction[covered])
         self.oob_curve_ = curve
 
     # What predict_interval's jackknife+ reads (see silva.intervals): nothing is stored
@@ -715,10 +776,11 @@ _FOREST_PARAMETERS = """
         Grow each tree on a bootstrap sample (drawn with replacement; the counts are
         sample weights, so ``n_node_samples`` counts distinct samples) instead of on the
         whole training set.
-    oob_score : bool, default=False
+    oob_score : bool or callable, default=False
         Estimate the generalisation score from the out-of-bag samples of each tree:
-        ``oob_score_`` (accuracy or R²), ``oob_decision_function_`` or
-        ``oob_prediction_``, and ``oob_curve_``.
+        ``oob_score_`` (accuracy or R², or the callable ``score_func(y_true, y_pred)``,
+        e.g. ``sklearn.metrics.f1_score``; classifiers pass class indices),
+        ``oob_decision_function_`` or ``oob_prediction_``, and ``oob_curve_``.
     n_jobs : int or None, default=None
         Threads growing trees (-1: all cores). The result does not depend on it.
     random_state : int, RandomState or None, default=None

@@ -32,16 +32,27 @@ from sklearn.base import (
 from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils import Bunch
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_array, check_is_fitted, column_or_1d
+from sklearn.utils.validation import (
+    _check_feature_names_in,
+    check_array,
+    check_is_fitted,
+    column_or_1d,
+)
 
 from silva import _input
 from silva._mixins import HeterogeneousEnsembleMixin
 from silva.persistence import PersistenceMixin
 from silva.voting import (
+    _named_models,
+    _routing_enabled,
     check_estimator_list,
     check_model_input,
+    check_takes_sample_weight,
     fit_params,
+    reject_unrouted_params,
+    routed_fit_params,
 )
 
 __all__ = ["StackingClassifier", "StackingRegressor"]
@@ -59,7 +70,10 @@ def _final_has(method):
         final = getattr(self, "final_estimator_", None)
         if final is None:
             final = self._final_estimator_template()
-        return hasattr(final, method)
+        # getattr, not hasattr: the final model's own AttributeError becomes the cause
+        # of the one available_if raises, as in scikit-learn's stacking.
+        getattr(final, method)
+        return True
 
     return check
 
@@ -80,7 +94,7 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
     def _resolve_methods(self, estimators):
         return ["predict"] * len(estimators)
 
-    def _fit_stack(self, X, y, sample_weight, kind):
+    def _fit_stack(self, X, y, sample_weight, kind, extra_params):
         estimators = check_estimator_list(self.estimators, kind)
         if not isinstance(self.passthrough, bool | np.bool_):
             raise TypeError(f"passthrough must be True or False; got {self.passthrough!r}.")
@@ -93,7 +107,18 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
             raise ValueError(f"X has {n_samples} samples but y has {y.shape[0]}.")
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, n_samples)
-        params = fit_params(sample_weight)
+        kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
+        if not _routing_enabled():
+            check_takes_sample_weight([*kept, ("final_estimator", final)], sample_weight,
+                                      type(self).__name__)
+        routed = routed_fit_params(self, [name for name, _ in kept], sample_weight,
+                                   extra_params)
+        # The final model gets every fit parameter, as in scikit-learn's stacking.
+        params = {**fit_params(sample_weight), **extra_params}
+        methods = self._resolve_methods(kept)
+        if isinstance(self.cv, str) and self.cv == "prefit":
+            return self._fit_prefit(X, y, estimators, kept, methods, final, params)
+        self._prefit = False
         cv = check_cv(DEFAULT_FOLDS if self.cv is None else self.cv, y,
                       classifier=is_classifier(self))
         # One list of folds for every model, so that all meta-features of a sample come
@@ -105,16 +130,14 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
             shown = f"{self.cv!r}" if self.cv is not None else f"None ({DEFAULT_FOLDS} folds)"
             raise ValueError(f"cv={shown} cannot split these {n_samples} samples into "
                              f"folds: {error} Use fewer folds (cv) or more samples.") from None
-        kept = [(name, model) for name, model in estimators if not isinstance(model, str)]
-        methods = self._resolve_methods(kept)
         self.estimators_ = []
         self.named_estimators_ = Bunch()
         self.stack_method_ = []
         columns = []
         for (name, model), method in zip(kept, methods, strict=True):
-            fitted = clone(model).fit(X, y, **params)
+            fitted = clone(model).fit(X, y, **routed[name])
             out_of_fold = cross_val_predict(clone(model), X, y, cv=folds, method=method,
-                                            params=params)
+                                            params=routed[name])
             self.estimators_.append(fitted)
             self.named_estimators_[name] = fitted
             self.stack_method_.append(method)
@@ -122,9 +145,74 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         for name, model in estimators:
             if isinstance(model, str):
                 self.named_estimators_[name] = model
+        self._n_feature_outs = [column.shape[1] for column in columns]
         meta = self._with_passthrough(np.hstack(columns), X)
         self.final_estimator_ = clone(final).fit(meta, y, **params)
         return self
+
+    def _fit_prefit(self, X, y, estimators, kept, methods, final, params):
+        """``cv="prefit"``: the base models are already fitted (on other data than X,
+        or the final model learns from their training-set answers); they are kept as
+        they are, not cloned nor refitted, and only the final model is fitted, on their
+        outputs for X (scikit-learn's meaning of ``cv="prefit"``)."""
+        for name, model in kept:
+            check_is_fitted(model, msg=f"cv='prefit' needs fitted base models; estimator "
+                                       f"{name!r} is not fitted.")
+        self._prefit = True
+        self.estimators_ = [model for _, model in kept]
+        self.named_estimators_ = Bunch(**dict(estimators))
+        self.stack_method_ = list(methods)
+        columns = self._model_columns(X)
+        self._n_feature_outs = [column.shape[1] for column in columns]
+        meta = self._with_passthrough(np.hstack(columns), X)
+        self.final_estimator_ = clone(final).fit(meta, y, **params)
+        return self
+
+    def _model_columns(self, X):
+        return [self._stack_columns(self._model_output(model, method, X), method)
+                for model, method in zip(self.estimators_, self.stack_method_, strict=True)]
+
+    def _model_output(self, model, method, X):
+        return getattr(model, method)(X)
+
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit`` routes to each base model's ``fit``,
+        ``predict`` to the final model's ``predict`` (used only with
+        ``sklearn.set_config(enable_metadata_routing=True)``)."""
+        router = MetadataRouter(owner=self)
+        for name, model in _named_models(self.estimators):
+            router.add(**{name: model},
+                       method_mapping=MethodMapping().add(caller="fit", callee="fit"))
+        final = getattr(self, "final_estimator_", None)
+        router.add(final_estimator_=final if final is not None
+                   else self._final_estimator_template(),
+                   method_mapping=MethodMapping().add(caller="predict", callee="predict"))
+        return router
+
+    def _final_predict_params(self, predict_params):
+        """The keyword arguments of the final model's ``predict``: routed when metadata
+        routing is on, all of ``predict_params`` otherwise."""
+        if not _routing_enabled():
+            return predict_params
+        return dict(process_routing(self, "predict", **predict_params).final_estimator_
+                    .predict)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of :meth:`transform`'s columns: ``<ensemble>_<model>`` for a model
+        stacked as one column, ``<ensemble>_<model><k>`` for its k-th of several, then,
+        with ``passthrough=True``, the input feature names (scikit-learn's naming)."""
+        check_is_fitted(self, "final_estimator_")
+        input_features = _check_feature_names_in(self, input_features,
+                                                 generate_names=self.passthrough)
+        prefix = type(self).__name__.lower()
+        kept = [name for name, model in self.estimators if not isinstance(model, str)]
+        names = []
+        for name, n_columns in zip(kept, self._n_feature_outs, strict=True):
+            names.extend([f"{prefix}_{name}"] if n_columns == 1 else
+                         [f"{prefix}_{name}{k}" for k in range(n_columns)])
+        if self.passthrough:
+            names.extend(input_features)
+        return np.asarray(names, dtype=object)
 
     def _stack_columns(self, predictions, method):
         predictions = np.asarray(predictions, dtype=np.float64)
@@ -146,9 +234,7 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         whole training set), followed by the features of X when ``passthrough=True``."""
         check_is_fitted(self, "final_estimator_")
         X = check_model_input(self, X, reset=False)
-        columns = [self._stack_columns(getattr(model, method)(X), method)
-                   for model, method in zip(self.estimators_, self.stack_method_, strict=True)]
-        return self._with_passthrough(np.hstack(columns), X)
+        return self._with_passthrough(np.hstack(self._model_columns(X)), X)
 
 
 class StackingClassifier(ClassifierMixin, _BaseStacking):
@@ -160,9 +246,12 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         The base models.
     final_estimator : classifier or None, default=None
         Trained on the meta-features; None means ``LogisticRegression()``.
-    cv : int, cross-validation splitter or iterable of (train, test) splits, default=None
+    cv : int, cross-validation splitter, iterable of (train, test) splits or "prefit", \
+            default=None
         Folds for the out-of-fold predictions; None means 5 folds (stratified). The
         splits must partition the samples (each sample in exactly one test fold).
+        "prefit": the base models are already fitted and are used as they are; only the
+        final model is fitted, on their outputs for X.
     stack_method : {"auto", "predict_proba", "decision_function", "predict"} or list, \
             default="auto"
         Output of each base model that is stacked ("auto": the first of
@@ -208,6 +297,13 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
     def _default_final_estimator(self):
         return LogisticRegression()
 
+    def _model_output(self, model, method, X):
+        output = getattr(model, method)(X)
+        if getattr(self, "_prefit", False) and method == "predict":
+            # A prefit model predicts labels, not the class codes the others learn.
+            output = np.searchsorted(self.classes_, np.asarray(output))
+        return output
+
     def _resolve_methods(self, kept):
         methods = self.stack_method
         n_all = len(self.estimators)
@@ -225,13 +321,19 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
                 method = next(m for m in ("predict_proba", "decision_function", "predict")
                               if hasattr(model, m))
             elif not hasattr(model, method):
-                raise ValueError(f"stack_method={method!r} is not available for estimator "
-                                 f"{name!r} ({type(model).__name__}).")
+                raise ValueError(f"Underlying estimator {name!r} does not implement the "
+                                 f"method {method}: stack_method={method!r} is not available "
+                                 f"for it ({type(model).__name__}).")
             resolved.append(method)
         return resolved
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the base models, their out-of-fold predictions and the final model."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the base models, their out-of-fold predictions and the final model.
+
+        ``fit_params`` beyond ``sample_weight`` need scikit-learn's metadata routing,
+        which sends them to the base models that request them; the final model gets
+        them all, as in scikit-learn."""
+        reject_unrouted_params(self, fit_params)
         if y is None:
             raise ValueError("StackingClassifier requires y to be passed, but the target y "
                              "is None.")
@@ -240,12 +342,14 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         if len(self.classes_) < 2:
             raise ValueError(f"StackingClassifier needs samples of at least 2 classes in y; "
                              f"got {len(self.classes_)} class: {self.classes_.tolist()}.")
-        return self._fit_stack(X, y_code, sample_weight, "classifier")
+        return self._fit_stack(X, y_code, sample_weight, "classifier", fit_params)
 
-    def predict(self, X):
-        """Class predicted by the final model from the meta-features of X."""
+    def predict(self, X, **predict_params):
+        """Class predicted by the final model from the meta-features of X;
+        ``predict_params`` go to the final model's ``predict``."""
         meta = self.transform(X)
-        codes = self.final_estimator_.predict(meta)
+        codes = self.final_estimator_.predict(meta,
+                                              **self._final_predict_params(predict_params))
         return self.classes_[np.asarray(codes).astype(np.intp)]
 
     @available_if(_final_has("predict_proba"))
@@ -274,8 +378,9 @@ class StackingRegressor(RegressorMixin, _BaseStacking):
     estimators : list of (str, regressor or "drop")
     final_estimator : regressor or None, default=None
         None means ``RidgeCV()`` (ridge regression, penalty chosen by cross-validation).
-    cv : int, cross-validation splitter or iterable of (train, test) splits, default=None
-        None means 5 folds (not shuffled).
+    cv : int, cross-validation splitter, iterable of (train, test) splits or "prefit", \
+            default=None
+        None means 5 folds (not shuffled); "prefit" as for :class:`StackingClassifier`.
     passthrough : bool, default=False
         Append the original features to the base models' predictions.
 
@@ -303,15 +408,23 @@ class StackingRegressor(RegressorMixin, _BaseStacking):
     def _default_final_estimator(self):
         return RidgeCV()
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit the base models, their out-of-fold predictions and the final model."""
+    def fit(self, X, y, sample_weight=None, **fit_params):
+        """Fit the base models, their out-of-fold predictions and the final model.
+
+        ``fit_params`` beyond ``sample_weight`` need scikit-learn's metadata routing,
+        which sends them to the base models that request them; the final model gets
+        them all, as in scikit-learn."""
+        reject_unrouted_params(self, fit_params)
         if y is None:
             raise ValueError("StackingRegressor requires y to be passed, but the target y "
                              "is None.")
         y = column_or_1d(y, warn=True)
-        return self._fit_stack(X, y, sample_weight, "regressor")
+        return self._fit_stack(X, y, sample_weight, "regressor", fit_params)
 
-    def predict(self, X):
-        """The final model's prediction from the meta-features of X."""
+    def predict(self, X, **predict_params):
+        """The final model's prediction from the meta-features of X; ``predict_params``
+        go to the final model's ``predict`` (e.g. ``return_std=True`` of a Gaussian
+        process or Bayesian ridge, which then returns (mean, std))."""
         meta = self.transform(X)
-        return self.final_estimator_.predict(meta)
+        return self.final_estimator_.predict(meta,
+                                             **self._final_predict_params(predict_params))

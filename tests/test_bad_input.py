@@ -3,6 +3,8 @@
 No input may crash the compiled engine or yield NaN predictions.
 """
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.exceptions import DataConversionWarning, NotFittedError
 
+import silva
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
 
 RNG = np.random.RandomState(0)
@@ -735,3 +738,26 @@ def test_warm_start_with_other_classes_is_refused(model_class):
     model = model_class(n_estimators=2, warm_start=True, random_state=0).fit(X, Y_CLASS)
     with pytest.raises(ValueError, match="warm_start=True needs the same classes"):
         model.set_params(n_estimators=4).fit(X, Y_CLASS + 1)
+
+
+@pytest.mark.parametrize("make_fit, pattern", [
+    # scikit-learn's own wording (from its test suites), which silva's messages contain
+    # so that code matching scikit-learn's errors keeps working.
+    (lambda X, y: silva.DecisionTreeClassifier(min_samples_split=1).fit(X, y > 0),
+     r"'min_samples_split' .* must be an int in the range \[2, inf\) "
+     r"or a float in the range \(0.0, 1.0\]"),
+    (lambda X, y: silva.RandomForestRegressor(criterion="poisson", n_estimators=2).fit(
+        X, -np.abs(y) - 1), r"Some value\(s\) of y are negative which is not allowed for "
+                            r"Poisson regression."),
+    (lambda X, y: silva.DecisionTreeRegressor(criterion="poisson").fit(X, 0 * y),
+     r"Sum of y is not strictly positive which is necessary for Poisson regression."),
+    (lambda X, y: silva.AdaBoostClassifier().fit(X, y > 0, sample_weight=[-1.0]),
+     re.escape("sample_weight.shape == (1,), expected (20,)")),
+    (lambda X, y: silva.AdaBoostRegressor().fit(X, y, sample_weight=np.r_[-1.0, [1] * 19]),
+     "Negative values in data passed to `sample_weight`"),
+])
+def test_messages_contain_scikit_learns_wording(make_fit, pattern):
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
+    with pytest.raises(ValueError, match=pattern):
+        make_fit(X, y)

@@ -215,15 +215,18 @@ def test_hard_and_soft_voting():
     assert not np.allclose(soft.predict_proba(X), hard.predict_proba(X))
 
 
-def test_soft_voting_needs_predict_proba():
+def test_soft_voting_without_predict_proba_votes():
+    """Members without predict_proba vote under soft voting too, as in scikit-learn's
+    bagging: the same predictions and vote shares as voting="hard"."""
     X, y = make_classification(60, 4, random_state=0)
-    with pytest.raises(ValueError, match="voting='soft' needs predict_proba.*LinearSVC"):
-        BaggingClassifier(LinearSVC(), n_estimators=3).fit(X, y)
     with pytest.raises(ValueError, match="voting"):
         BaggingClassifier(n_estimators=3, voting="majority").fit(X, y)
     hard = BaggingClassifier(LinearSVC(), n_estimators=3, voting="hard",
                              random_state=0).fit(X, y)
+    soft = BaggingClassifier(LinearSVC(), n_estimators=3, random_state=0).fit(X, y)
     assert hard.score(X, y) > 0.8
+    np.testing.assert_array_equal(soft.predict_proba(X), hard.predict_proba(X))
+    np.testing.assert_array_equal(soft.predict(X), hard.predict(X))
 
 
 def test_string_labels_and_unseen_classes_in_members():
@@ -469,3 +472,30 @@ def test_prediction_never_draws_rows():
     model._fit_signature = (10**13, X.shape[1])
     model._draw_sizes = (10**13, model._draw_sizes[1])
     np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+def test_ensemble_face_of_scikit_learn():
+    """len(), indexing, iteration, estimator_ and the warning of a warm start that adds
+    nothing, as scikit-learn's ensembles have them."""
+    X, y = make_classification(60, 4, random_state=0)
+    bag = BaggingClassifier(n_estimators=4, warm_start=True, random_state=0).fit(X, y)
+    assert len(bag) == 4
+    assert bag[1] is bag.estimators_[1]
+    assert list(bag) == bag.estimators_
+    assert type(bag.estimator_).__name__ == "DecisionTreeClassifier"
+    with pytest.warns(UserWarning, match="without increasing n_estimators"):
+        bag.fit(X, y)
+    assert len(bag) == 4
+
+
+def test_decision_function_is_the_members_mean():
+    """Available when the estimator has one: the mean of the members' decision
+    functions on their columns, as scikit-learn's bagging gives it."""
+    X, y = make_classification(80, 6, n_informative=4, n_classes=3, random_state=0)
+    bag = BaggingClassifier(LinearSVC(), n_estimators=4, max_features=0.5,
+                            random_state=0).fit(X, y)
+    members = zip(bag.estimators_, bag.estimators_features_, strict=True)
+    expected = np.mean([m.decision_function(X[:, f]) for m, f in members], axis=0)
+    np.testing.assert_allclose(bag.decision_function(X), expected)
+    assert bag.decision_function(X).shape == (80, 3)
+    assert not hasattr(BaggingClassifier(n_estimators=2).fit(X, y), "decision_function")

@@ -10,10 +10,13 @@ coverage). The in-bag samples of tree ``t`` are regenerated from its seed
 what the trees were grown on.
 """
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn import datasets, ensemble
+from sklearn.datasets import make_classification, make_regression
 from sklearn.metrics import r2_score
 from sklearn.model_selection import KFold, StratifiedKFold, cross_val_score
 from sklearn.utils.estimator_checks import (
@@ -570,3 +573,69 @@ def test_probabilities_never_exceed_one():
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     mean_of_trees = np.mean([tree.predict_proba(X[400:]) for tree in forest.estimators_], axis=0)
     np.testing.assert_allclose(proba, mean_of_trees, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, RandomForestRegressor])
+def test_oob_score_callable_scores_the_out_of_bag_predictions(cls):
+    """oob_score given as score_func(y_true, y_pred): applied to the out-of-bag
+    predictions (class indices for classifiers), as scikit-learn does."""
+    from sklearn.metrics import f1_score, mean_absolute_error
+
+    is_classifier = cls is RandomForestClassifier
+    X, y = (make_classification if is_classifier else make_regression)(
+        200, 6, random_state=0)
+    scorer = partial(f1_score, average="macro") if is_classifier else mean_absolute_error
+    forest = cls(n_estimators=30, oob_score=scorer, random_state=0).fit(X, y)
+    if is_classifier:
+        covered = ~np.isnan(forest.oob_decision_function_[:, 0])
+        expected = scorer(y[covered], np.argmax(forest.oob_decision_function_[covered], 1))
+    else:
+        covered = ~np.isnan(forest.oob_prediction_)
+        expected = scorer(y[covered], forest.oob_prediction_[covered])
+    assert forest.oob_score_ == pytest.approx(expected)
+    default = cls(n_estimators=30, oob_score=True, random_state=0).fit(X, y)
+    assert default.oob_score_ != pytest.approx(forest.oob_score_)
+    with pytest.raises(ValueError, match="Out of bag estimation only available if "
+                                         "bootstrap=True"):
+        cls(oob_score=scorer, bootstrap=False).fit(X, y)
+    with pytest.raises(ValueError, match="oob_score must be True, False or a metric"):
+        cls(oob_score="f1").fit(X, y)
+
+
+def test_forest_face_of_scikit_learn():
+    """len(), indexing, iteration, estimator, estimators_samples_ and scikit-learn's
+    messages for max_samples without bootstrap and a warm start that adds nothing."""
+    X, y = make_classification(80, 5, random_state=0)
+    forest = RandomForestClassifier(n_estimators=3, max_samples=0.5, warm_start=True,
+                                    random_state=0).fit(X, y)
+    assert len(forest) == 3 and forest[2] is forest.estimators_[2]
+    assert list(forest) == forest.estimators_
+    assert forest.estimator.get_params()["max_depth"] == forest.max_depth
+    samples = forest.estimators_samples_
+    assert [s.dtype for s in samples] == [np.int32] * 3
+    assert [len(s) for s in samples] == [40] * 3
+    # The draw is the one the trees were grown on: its distinct rows are the in-bag ones.
+    inbag = forest._inbag_mask(80)
+    for t, rows in enumerate(samples):
+        np.testing.assert_array_equal(np.unique(rows), np.flatnonzero(inbag[t]))
+    with pytest.warns(UserWarning, match="without increasing n_estimators"):
+        forest.fit(X, y)
+    no_bootstrap = ExtraTreesClassifier(n_estimators=2).fit(X, y)
+    assert all(np.array_equal(s, np.arange(80)) for s in no_bootstrap.estimators_samples_)
+    with pytest.raises(ValueError, match="`max_sample` cannot be set if `bootstrap=False`"):
+        ExtraTreesClassifier(max_samples=0.5).fit(X, y)
+
+
+def test_decision_path_stacks_the_trees_paths():
+    """Tree t's block of the forest's indicator is that tree's own decision_path, and
+    every sample visits each tree's root and exactly one of its leaves."""
+    X, y = make_classification(50, 4, random_state=0)
+    forest = RandomForestClassifier(n_estimators=4, max_depth=3, random_state=0).fit(X, y)
+    indicator, n_nodes_ptr = forest.decision_path(X)
+    assert n_nodes_ptr[-1] == indicator.shape[1] and len(n_nodes_ptr) == 5
+    leaves = forest.apply(X)
+    for t, tree in enumerate(forest.estimators_):
+        block = indicator[:, n_nodes_ptr[t]:n_nodes_ptr[t + 1]].toarray()
+        np.testing.assert_array_equal(block, tree.decision_path(X).toarray())
+        assert block[:, 0].all()
+        np.testing.assert_array_equal(block[np.arange(50), leaves[:, t]], 1)

@@ -69,7 +69,7 @@ def test_held_out_passes_scoring_and_sample_weight():
 # ----------------------------------------------------------------------- out of bag
 def _members(model, n_samples):
     """(predict, features, out-of-bag rows) of each member, from public attributes."""
-    if hasattr(model, "estimators_samples_"):
+    if hasattr(model, "estimators_features_"):  # bagging (forests have no column draw)
         return [(member.predict, features, np.setdiff1d(np.arange(n_samples), samples))
                 for member, features, samples in zip(
                     model.estimators_, model.estimators_features_,
@@ -98,7 +98,7 @@ def _oob_importance(model, X, y, n_repeats, seed, metric):
         X_out = X[np.ix_(rows, features)]
         # Bagging members learn class indices, forests' trees predict labels.
         target = (np.searchsorted(model.classes_, y[rows])
-                  if hasattr(model, "estimators_samples_") and hasattr(model, "classes_")
+                  if hasattr(model, "estimators_features_") and hasattr(model, "classes_")
                   else y[rows])
         baseline = metric(target, predict(X_out))
         for position, feature in enumerate(features):

@@ -233,3 +233,162 @@ def test_stacking_with_silva_gradient_boosting_as_final_estimator():
          ("knn", KNeighborsClassifier())], final, passthrough=True, cv=3)
     assert stack.fit(X_train, y_train).score(X_test, y_test) > 0.9
     assert stack.predict_proba(X_test).shape == (len(y_test), 2)
+
+
+def test_voting_options_of_sklearn_match_sklearn(capsys):
+    """n_jobs, verbose, flatten_transform and get_feature_names_out as scikit-learn has
+    them: same transform and column names, one progress line per model."""
+    X, y = load_iris(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("nb", GaussianNB()), ("gone", "drop")]
+    # Progress is printed by the process that fits: n_jobs=None keeps it in this one.
+    VotingClassifier(models, verbose=True).fit(X, y)
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split(", total=")[0] for line in printed] == [
+        "[Voting] (1 of 2) Processing tree", "[Voting] (2 of 2) Processing nb"]
+    ours = VotingClassifier(models, voting="soft", n_jobs=2, flatten_transform=False).fit(X, y)
+    theirs = SklearnVotingClassifier(models, voting="soft", flatten_transform=False).fit(X, y)
+    assert ours.transform(X).shape == (2, len(X), 3)
+    np.testing.assert_allclose(ours.transform(X), theirs.transform(X))
+    with pytest.raises(ValueError, match="flatten_transform=False"):
+        ours.get_feature_names_out()
+    for voting in ("soft", "hard"):
+        ours.set_params(voting=voting, flatten_transform=True)
+        theirs.set_params(voting=voting, flatten_transform=True)
+        assert ours.get_feature_names_out().tolist() == \
+            theirs.get_feature_names_out().tolist()
+    Xr, yr = load_diabetes(return_X_y=True)
+    regressors = [("tree", DecisionTreeRegressor(max_depth=2)), ("ridge", Ridge())]
+    ours_r = VotingRegressor(regressors, n_jobs=2).fit(Xr, yr)
+    theirs_r = SklearnVotingRegressor(regressors).fit(Xr, yr)
+    assert ours_r.get_feature_names_out().tolist() == ["votingregressor_tree",
+                                                       "votingregressor_ridge"]
+    assert ours_r.get_feature_names_out().tolist() == \
+        theirs_r.get_feature_names_out().tolist()
+
+
+@pytest.mark.parametrize("passthrough", [False, True])
+def test_stacking_feature_names_match_sklearn(passthrough):
+    X, y = load_iris(return_X_y=True)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("svc", LinearSVC()), ("gone", "drop")]
+    names = [f"f{i}" for i in range(X.shape[1])]
+    ours = StackingClassifier(models, passthrough=passthrough).fit(X, y)
+    theirs = SklearnStackingClassifier(models, passthrough=passthrough).fit(X, y)
+    assert ours.get_feature_names_out(names).tolist() == \
+        theirs.get_feature_names_out(names).tolist()
+    assert len(ours.get_feature_names_out()) == ours.transform(X).shape[1]
+    Xb, yb = load_breast_cancer(return_X_y=True)
+    binary = StackingClassifier(models[:1], passthrough=passthrough).fit(Xb, yb)
+    assert binary.get_feature_names_out().tolist()[0] == "stackingclassifier_tree"
+
+
+def test_stacking_regressor_passes_predict_params_to_final_model():
+    from sklearn.linear_model import BayesianRidge
+
+    X, y = load_diabetes(return_X_y=True)
+    stack = StackingRegressor([("tree", DecisionTreeRegressor(max_depth=3)),
+                               ("ridge", Ridge())], final_estimator=BayesianRidge()).fit(X, y)
+    mean, std = stack.predict(X[:20], return_std=True)
+    expected_mean, expected_std = stack.final_estimator_.predict(stack.transform(X[:20]),
+                                                                 return_std=True)
+    np.testing.assert_allclose(mean, expected_mean)
+    np.testing.assert_allclose(std, expected_std)
+    np.testing.assert_allclose(mean, stack.predict(X[:20]))
+
+
+def test_stacking_prefit_keeps_fitted_models_and_matches_sklearn():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = load_iris(return_X_y=True)
+    labels = np.array(["a", "b", "c"])[y]
+    X1, X2, y1, y2 = train_test_split(X, labels, test_size=0.5, random_state=0)
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0).fit(X1, y1)),
+              ("nb", GaussianNB().fit(X1, y1))]
+    ours = StackingClassifier(models, cv="prefit").fit(X2, y2)
+    theirs = SklearnStackingClassifier(models, cv="prefit").fit(X2, y2)
+    assert all(a is b for a, (_, b) in zip(ours.estimators_, models, strict=True))
+    np.testing.assert_array_equal(ours.predict(X), theirs.predict(X))
+    np.testing.assert_allclose(ours.predict_proba(X), theirs.predict_proba(X), atol=1e-6)
+    # Stacked predictions of prefit models (labels) become class codes like the others'.
+    by_vote = StackingClassifier(models, cv="prefit", stack_method="predict").fit(X2, y2)
+    codes = np.column_stack([np.searchsorted(ours.classes_, m.predict(X)) for _, m in models])
+    np.testing.assert_array_equal(by_vote.transform(X), codes)
+    with pytest.raises(NotFittedError, match="'tree' is not fitted"):
+        StackingClassifier([("tree", DecisionTreeClassifier())], cv="prefit").fit(X2, y2)
+
+
+def test_sample_weight_for_a_model_without_it_is_a_type_error():
+    """sample_weight given and a model whose fit has no such parameter: a TypeError in
+    scikit-learn's words, naming the model, before anything is fitted."""
+    X, y = load_iris(return_X_y=True)
+    weight = np.ones(len(y))
+    models = [("tree", DecisionTreeClassifier(max_depth=2)), ("knn", KNeighborsClassifier())]
+    for ensemble in (VotingClassifier(models), StackingClassifier(models)):
+        with pytest.raises(TypeError, match="KNeighborsClassifier does not support sample "
+                                            "weights.*'knn'.fit takes no sample_weight"):
+            ensemble.fit(X, y, sample_weight=weight)
+        ensemble.fit(X, y)  # without weights the same models are fine
+    with pytest.raises(TypeError, match="'final_estimator'.fit takes no sample_weight"):
+        StackingClassifier(models[:1], final_estimator=KNeighborsClassifier()).fit(
+            X, y, sample_weight=weight)
+    with pytest.raises(ValueError, match="All estimators are dropped"):
+        VotingClassifier([("a", "drop")]).fit(X, y)
+    with pytest.raises(ValueError, match="'svc' does not implement the method predict_proba"):
+        StackingClassifier([("svc", LinearSVC())], stack_method="predict_proba").fit(X, y)
+
+
+def test_metadata_routing_sends_sample_weight_where_requested():
+    """With scikit-learn's metadata routing on, sample_weight reaches only the models
+    that request it (set_fit_request) and predict parameters reach the final model
+    that requests them; with routing off, parameters other than sample_weight are
+    refused in scikit-learn's words."""
+    from sklearn import config_context
+    from sklearn.linear_model import BayesianRidge
+
+    X, y = make_classification(120, 5, random_state=0)
+    weight = np.random.RandomState(0).uniform(0.1, 3.0, size=len(y))
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        VotingClassifier([("a", DecisionTreeClassifier())]).fit(X, y, metadata="m")
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        StackingClassifier([("a", DecisionTreeClassifier())]).fit(X, y, metadata="m")
+    weighted = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y, weight)
+    unweighted = DecisionTreeClassifier(max_depth=3, random_state=0).fit(X, y)
+    assert not np.allclose(weighted.predict_proba(X), unweighted.predict_proba(X))
+    with config_context(enable_metadata_routing=True):
+        models = [
+            ("asks", DecisionTreeClassifier(max_depth=3, random_state=0)
+             .set_fit_request(sample_weight=True)),
+            ("declines", DecisionTreeClassifier(max_depth=3, random_state=0)
+             .set_fit_request(sample_weight=False)),
+        ]
+        vote = VotingClassifier(models).fit(X, y, sample_weight=weight)
+        stack = StackingClassifier(
+            models, final_estimator=LogisticRegression().set_fit_request(sample_weight=True)
+        ).fit(X, y, sample_weight=weight)
+        Xr, yr = load_diabetes(return_X_y=True)
+        regression = StackingRegressor(
+            [("tree", DecisionTreeRegressor(max_depth=2).set_fit_request(sample_weight=False))],
+            final_estimator=BayesianRidge().set_predict_request(return_std=True)).fit(Xr, yr)
+        mean, std = regression.predict(Xr[:5], return_std=True)
+    for ensemble in (vote, stack):
+        asks, declines = ensemble.estimators_
+        np.testing.assert_allclose(asks.predict_proba(X), weighted.predict_proba(X))
+        np.testing.assert_allclose(declines.predict_proba(X), unweighted.predict_proba(X))
+    assert std.shape == mean.shape == (5,) and np.all(std > 0)
+
+
+def test_missing_methods_say_why_in_the_cause():
+    """A method a configuration lacks raises AttributeError whose cause says why, as
+    scikit-learn's voting and stacking do."""
+    X, y = load_iris(return_X_y=True)
+    hard = VotingClassifier([("tree", DecisionTreeClassifier())]).fit(X, y)
+    with pytest.raises(AttributeError, match="has no attribute 'predict_proba'") as error:
+        hard.predict_proba(X)
+    assert "predict_proba is not available when voting='hard'" in str(error.value.__cause__)
+    assert not hasattr(hard, "predict_proba")
+    stack = StackingClassifier([("tree", DecisionTreeClassifier())],
+                               final_estimator=DecisionTreeClassifier()).fit(X, y)
+    with pytest.raises(AttributeError, match="has no attribute 'decision_function'") as error:
+        stack.decision_function(X)
+    assert "decision_function" in str(error.value.__cause__)
