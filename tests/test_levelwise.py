@@ -153,7 +153,7 @@ def test_default_forest_is_unchanged_and_options_checked(classification):
     poisson = silva.RandomForestClassifier(n_estimators=3, random_state=0,
                                            bootstrap="poisson").fit(X, y)
     assert not np.array_equal(default.predict_proba(X), poisson.predict_proba(X))
-    with pytest.raises(ValueError, match='bootstrap must be True or False or "poisson"'):
+    with pytest.raises(ValueError, match='bootstrap must be True, False or "poisson"'):
         silva.RandomForestClassifier(bootstrap="yes").fit(X, y)
     with pytest.raises(ValueError, match="max_leaf_nodes"):
         silva.RandomForestClassifier(bootstrap="poisson", max_leaf_nodes=5).fit(X, y)
