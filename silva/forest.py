@@ -76,7 +76,8 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
     def __init__(self, *, n_estimators, criterion, max_depth, min_samples_split,
                  min_samples_leaf, min_weight_fraction_leaf, max_features, max_leaf_nodes,
                  min_impurity_decrease, bootstrap, oob_score, n_jobs, random_state, verbose,
-                 warm_start, ccp_alpha, max_samples, max_bins, categorical_features):
+                 warm_start, ccp_alpha, max_samples, max_bins, categorical_features,
+                 monotonic_cst=None):
         self.n_estimators = n_estimators
         self.criterion = criterion
         self.max_depth = max_depth
@@ -96,10 +97,12 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         self.max_samples = max_samples
         self.max_bins = max_bins
         self.categorical_features = categorical_features
+        self.monotonic_cst = monotonic_cst
 
     _TREE_PARAMS = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",
                     "min_weight_fraction_leaf", "max_features", "max_leaf_nodes",
-                    "min_impurity_decrease", "ccp_alpha", "max_bins", "categorical_features")
+                    "min_impurity_decrease", "ccp_alpha", "max_bins", "categorical_features",
+                    "monotonic_cst")
 
     def _make_tree(self, random_state=None):
         params = {name: getattr(self, name) for name in self._TREE_PARAMS}
@@ -150,6 +153,7 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         # The trees' own parameter checks and rules, read off a tree like the forest's.
         template = self._make_tree()
         template.is_categorical_ = self.is_categorical_
+        template._owner_name = type(self).__name__
         params = template._check_params(n_samples, sample_weight.sum())
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         template.max_features_ = self.max_features_
@@ -617,10 +621,13 @@ _FOREST_PARAMETERS = """
         The trees' split criterion (see :class:`~silva.DecisionTreeClassifier` and
         :class:`~silva.DecisionTreeRegressor`).
     max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
-            max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features
-        The trees' parameters, with the same meaning; ``min_weight_fraction_leaf`` is a
-        fraction of each tree's (bootstrap-weighted) total weight, and
-        ``min_samples_split`` and ``min_samples_leaf`` count a tree's distinct samples,
+            max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features, \
+            monotonic_cst
+        The trees' parameters, with the same meaning (``monotonic_cst``: each tree is
+        monotone along the constrained features, and so is their mean);
+        ``min_weight_fraction_leaf`` is a fraction of each tree's (bootstrap-weighted)
+        total weight, and ``min_samples_split`` and ``min_samples_leaf`` count a tree's
+        distinct samples,
         whatever their weights or bootstrap counts (as scikit-learn's forests).
     max_features : int, float, "sqrt", "log2" or None
         Features drawn at random as candidates at every node of every tree.
@@ -697,7 +704,8 @@ class RandomForestClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None, min_significance=None):
+                 max_bins=255, categorical_features=None, min_significance=None,
+                 monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -706,7 +714,7 @@ class RandomForestClassifier(ForestClassifier):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
         self.class_weight = class_weight
         self.min_significance = min_significance
 
@@ -738,7 +746,8 @@ class ExtraTreesClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None, min_significance=None):
+                 max_bins=255, categorical_features=None, min_significance=None,
+                 monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -747,7 +756,7 @@ class ExtraTreesClassifier(ForestClassifier):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
         self.class_weight = class_weight
         self.min_significance = min_significance
 
@@ -783,7 +792,7 @@ class RandomForestRegressor(ForestRegressor):
                  max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -792,7 +801,7 @@ class RandomForestRegressor(ForestRegressor):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
 
 
 class ExtraTreesRegressor(ForestRegressor):
@@ -818,7 +827,7 @@ class ExtraTreesRegressor(ForestRegressor):
                  max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -827,4 +836,4 @@ class ExtraTreesRegressor(ForestRegressor):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
