@@ -151,9 +151,11 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     monotone = rules.monotonic_cst is not None and bool(np.any(rules.monotonic_cst))
     monotonic_cst = (np.ascontiguousarray(rules.monotonic_cst, dtype=np.int8) if monotone
                      else np.zeros(data.n_features, dtype=np.int8))
+    # monotone only when asked: an unconstrained fit picks its copy exactly as before.
+    paths = {"monotone": True} if monotone else {}
     grower = compiled_grower(rules.criterion, parallel=parallel,
                              categorical=bool(data.is_categorical.any()), extras=extras,
-                             monotone=monotone)
+                             **paths)
     # The grower releases the GIL, so that threads grow trees at once.
     table, values, bitsets = grower(data.compiled(), compiled_rules, samples,
                                     monotonic_cst)
