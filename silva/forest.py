@@ -63,6 +63,41 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
 
+def weighted_draw_plan(X, y, sample_weight):
+    """What ``bootstrap="weighted"`` draws from: ``(rows, cumulative)``.
+
+    Rows of equal content (features and target) are one *distinct row*, whose weight is
+    the sum of theirs; ``rows`` holds one representative sample id per distinct row of
+    positive weight, in an order fixed by content alone (the byte order of the rows),
+    and ``cumulative`` the running sum of their weights in that order. The plan is
+    therefore the same for data that hold the same rows in another order, or a row of
+    weight k in place of k copies of weight 1: the draw
+    (:func:`weighted_bootstrap_counts`) cannot tell them apart, which is what
+    scikit-learn's ``check_sample_weight_equivalence_on_dense_data`` asks (it shuffles
+    the weighted rows). NaN and -0.0 are made one bit pattern first, so that equal
+    values are equal bytes.
+    """
+    keys = np.column_stack([X, np.asarray(y, dtype=np.float64)])
+    keys = np.where(np.isnan(keys), np.nan, keys) + 0.0
+    rows = np.ascontiguousarray(keys).view(
+        np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    group_weight = np.bincount(inverse.ravel(), weights=sample_weight,
+                               minlength=first.size)
+    positive = group_weight > 0
+    return first[positive], np.cumsum(group_weight[positive])
+
+
+def weighted_bootstrap_counts(seed, rows, cumulative, n_samples, n_drawn):
+    """How often each sample is drawn in tree ``seed``'s weighted bootstrap: ``n_drawn``
+    draws with replacement, each distinct row of a :func:`weighted_draw_plan` with
+    probability proportional to its weight (inverse-CDF sampling of uniforms from a
+    ``RandomState(seed)``), all its draws counted on its representative."""
+    points = np.random.RandomState(seed).uniform(0.0, cumulative[-1], n_drawn)
+    picked = np.minimum(np.searchsorted(cumulative, points, side="right"), rows.size - 1)
+    return np.bincount(rows[picked], minlength=n_samples).astype(np.float64)
+
+
 class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
@@ -115,7 +150,11 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             # "cv" cross-validates one tree; a forest's trees are averaged, not pruned alone.
             raise ValueError(f"ccp_alpha of a forest must be a float >= 0; got "
                              f"{self.ccp_alpha!r} ('cv' is for single trees).")
-        for name in ("bootstrap", "oob_score", "warm_start"):
+        if not (isinstance(self.bootstrap, bool | np.bool_) or (
+                isinstance(self.bootstrap, str) and self.bootstrap == "weighted")):
+            raise ValueError(f"{type(self).__name__}: bootstrap must be True, False or "
+                             f"'weighted'; got {self.bootstrap!r}.")
+        for name in ("oob_score", "warm_start"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
         if self.oob_score and not self.bootstrap:
@@ -148,7 +187,14 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                     callbacks=None):
         """Grow the trees (y encoded, weights final) and compute the out-of-bag results."""
         n_samples, n_features = X.shape
-        n_drawn = self._check_forest_params(n_samples)
+        self._draw_rows = self._draw_cumulative = None
+        if isinstance(self.bootstrap, str) and self.bootstrap == "weighted":
+            self._draw_rows, self._draw_cumulative = weighted_draw_plan(X, y, sample_weight)
+            # sample_weight as frequencies: a bootstrap sample as large as the data set
+            # whose row of weight k stands for k rows.
+            n_drawn = self._check_forest_params(max(1, round(self._draw_cumulative[-1])))
+        else:
+            n_drawn = self._check_forest_params(n_samples)
         n_threads = self._n_threads()
         # The trees' own parameter checks and rules, read off a tree like the forest's.
         template = self._make_tree()
@@ -184,9 +230,8 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
 
         def make_task(t):
             seed = int(new_seeds[t])
-            weight = sample_weight
+            weight = self._tree_weight(seed, sample_weight, n_drawn)
             if self.bootstrap:
-                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
                 if not np.any(weight > 0):
                     # The tree would have no class distribution and no mean to predict
                     # (its probabilities summed to zero).
@@ -198,9 +243,15 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             if getattr(self, "class_weight", None) == "balanced_subsample":
                 weight = weight * self._subsample_class_weights(y, weight, n_classes)
             stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)
+            if self._draw_rows is not None:
+                # In the plan's content order, so that the tree sums its samples in an
+                # order that does not depend on the order of the rows.
+                inbag = self._draw_rows[weight[self._draw_rows] > 0]
+            else:
+                inbag = np.flatnonzero(weight > 0)
             return TreeTask(
                 stats=stats, y=y_float, weight=weight,
-                sample_indices=np.flatnonzero(weight > 0).astype(np.int32),
+                sample_indices=inbag.astype(np.int32),
                 min_weight_leaf=fraction * weight.sum(),
                 seed=seed_from_random_state(np.random.RandomState(seed)),
             )
@@ -328,12 +379,24 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         estimator.tree_ = tree
         return estimator
 
+    def _tree_weight(self, seed, sample_weight, n_drawn):
+        """The weights tree ``seed`` grows on (before "balanced_subsample"): the sample
+        weights times the bootstrap counts; with ``bootstrap="weighted"`` the counts
+        alone (the draw already took the weights into account)."""
+        if getattr(self, "_draw_rows", None) is not None:
+            return weighted_bootstrap_counts(seed, self._draw_rows, self._draw_cumulative,
+                                             sample_weight.shape[0], n_drawn)
+        if self.bootstrap:
+            return sample_weight * _bootstrap_counts(seed, sample_weight.shape[0], n_drawn)
+        return sample_weight
+
     def _inbag_mask(self, n_samples):
         """(n_trees, n_samples) uint8: 1 where the sample trained the tree."""
         mask = np.ones((len(self._tree_seeds), n_samples), dtype=np.uint8)
         if self.bootstrap:
+            ones = np.ones(n_samples)
             for t, seed in enumerate(self._tree_seeds):
-                mask[t] = _bootstrap_counts(seed, n_samples, self._n_drawn) > 0
+                mask[t] = self._tree_weight(seed, ones, self._n_drawn) > 0
         return mask
 
     def _oob_members(self, X):
@@ -524,18 +587,17 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         """Each tree's in-bag samples by leaf, with their weights, for quantiles."""
         blocks, weights, starts, ends = [], [], [], []
         for t, grown in enumerate(self._grown_trees):
-            counts = (_bootstrap_counts(self._tree_seeds[t], X.shape[0], self._n_drawn)
-                      if self.bootstrap else np.ones(X.shape[0]))
+            tree_weight = self._tree_weight(self._tree_seeds[t], sample_weight, self._n_drawn)
             if grown.tree.node_count != grown.node_start.shape[0]:
                 # Pruned tree: group the in-bag samples by their leaf in the pruned tree.
-                inbag = np.flatnonzero(counts * sample_weight > 0)
+                inbag = np.flatnonzero(tree_weight > 0)
                 leaves = grown.tree.apply(X[inbag])
                 order = np.argsort(leaves, kind="stable")
                 grown.leaf_samples = inbag[order].astype(np.int32)
                 bounds = np.searchsorted(leaves[order], np.arange(grown.tree.node_count + 1))
                 grown.node_start, grown.node_end = bounds[:-1], bounds[1:]
             blocks.append(grown.leaf_samples)
-            weights.append((counts * sample_weight)[grown.leaf_samples])
+            weights.append(tree_weight[grown.leaf_samples])
             starts.append(grown.node_start)
             ends.append(grown.node_end)
         self._leaf_offset = np.zeros(len(blocks) + 1, dtype=np.int64)
@@ -631,10 +693,21 @@ _FOREST_PARAMETERS = """
         whatever their weights or bootstrap counts (as scikit-learn's forests).
     max_features : int, float, "sqrt", "log2" or None
         Features drawn at random as candidates at every node of every tree.
-    bootstrap : bool
+    bootstrap : bool or "weighted"
         Grow each tree on a bootstrap sample (drawn with replacement; the counts are
         sample weights, so ``n_node_samples`` counts distinct samples) instead of on the
-        whole training set.
+        whole training set. True draws rows uniformly and multiplies their counts by
+        their ``sample_weight`` (scikit-learn's forests). ``"weighted"`` reads
+        ``sample_weight`` as frequencies (class weights multiplied in): each tree draws
+        ``round(sum(sample_weight))`` rows (or ``max_samples`` of them) with probability
+        proportional to their weight and grows on the counts alone, so that a row of
+        weight k is the same as k copies of it, whatever the order of the rows (the
+        draw is made over distinct rows in an order fixed by their content; see
+        :func:`weighted_draw_plan`): scikit-learn's sample-weight equivalence check
+        passes. True stays the default: it is scikit-learn's behaviour, which users
+        switching from it expect, and it leaves the number of rows drawn independent
+        of the weights' scale (``"weighted"`` draws ten times as many rows when every
+        weight is multiplied by ten; give ``max_samples`` as an int to fix it).
     oob_score : bool, default=False
         Estimate the generalisation score from the out-of-bag samples of each tree:
         ``oob_score_`` (accuracy or R²), ``oob_decision_function_`` or
@@ -649,7 +722,8 @@ _FOREST_PARAMETERS = """
         Keep the fitted trees and add ``n_estimators - len(estimators_)`` new ones; the
         forest is then the same as one fitted with all the trees at once.
     max_samples : int, float or None, default=None
-        Size of each bootstrap sample (a float is a fraction of the training set).
+        Size of each bootstrap sample (a float is a fraction of the training set, or of
+        the total weight with ``bootstrap="weighted"``).
 """
 
 _FOREST_ATTRIBUTES = """
