@@ -31,6 +31,7 @@ from silva import _input
 from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
+from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.decision_tree import (
@@ -61,41 +62,6 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     """
     drawn = np.random.RandomState(seed).randint(0, n_samples, n_drawn)
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
-
-
-def weighted_draw_plan(X, y, sample_weight):
-    """What ``bootstrap="weighted"`` draws from: ``(rows, cumulative)``.
-
-    Rows of equal content (features and target) are one *distinct row*, whose weight is
-    the sum of theirs; ``rows`` holds one representative sample id per distinct row of
-    positive weight, in an order fixed by content alone (the byte order of the rows),
-    and ``cumulative`` the running sum of their weights in that order. The plan is
-    therefore the same for data that hold the same rows in another order, or a row of
-    weight k in place of k copies of weight 1: the draw
-    (:func:`weighted_bootstrap_counts`) cannot tell them apart, which is what
-    scikit-learn's ``check_sample_weight_equivalence_on_dense_data`` asks (it shuffles
-    the weighted rows). NaN and -0.0 are made one bit pattern first, so that equal
-    values are equal bytes.
-    """
-    keys = np.column_stack([X, np.asarray(y, dtype=np.float64)])
-    keys = np.where(np.isnan(keys), np.nan, keys) + 0.0
-    rows = np.ascontiguousarray(keys).view(
-        np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
-    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
-    group_weight = np.bincount(inverse.ravel(), weights=sample_weight,
-                               minlength=first.size)
-    positive = group_weight > 0
-    return first[positive], np.cumsum(group_weight[positive])
-
-
-def weighted_bootstrap_counts(seed, rows, cumulative, n_samples, n_drawn):
-    """How often each sample is drawn in tree ``seed``'s weighted bootstrap: ``n_drawn``
-    draws with replacement, each distinct row of a :func:`weighted_draw_plan` with
-    probability proportional to its weight (inverse-CDF sampling of uniforms from a
-    ``RandomState(seed)``), all its draws counted on its representative."""
-    points = np.random.RandomState(seed).uniform(0.0, cumulative[-1], n_drawn)
-    picked = np.minimum(np.searchsorted(cumulative, points, side="right"), rows.size - 1)
-    return np.bincount(rows[picked], minlength=n_samples).astype(np.float64)
 
 
 class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator):
@@ -384,8 +350,9 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         weights times the bootstrap counts; with ``bootstrap="weighted"`` the counts
         alone (the draw already took the weights into account)."""
         if getattr(self, "_draw_rows", None) is not None:
-            return weighted_bootstrap_counts(seed, self._draw_rows, self._draw_cumulative,
-                                             sample_weight.shape[0], n_drawn)
+            return weighted_bootstrap_counts(np.random.RandomState(seed), self._draw_rows,
+                                             self._draw_cumulative, sample_weight.shape[0],
+                                             n_drawn)
         if self.bootstrap:
             return sample_weight * _bootstrap_counts(seed, sample_weight.shape[0], n_drawn)
         return sample_weight
@@ -703,8 +670,8 @@ _FOREST_PARAMETERS = """
         proportional to their weight and grows on the counts alone, so that a row of
         weight k is the same as k copies of it, whatever the order of the rows (the
         draw is made over distinct rows in an order fixed by their content; see
-        :func:`weighted_draw_plan`): scikit-learn's sample-weight equivalence check
-        passes. True stays the default: it is scikit-learn's behaviour, which users
+        :mod:`silva._weighted_bootstrap`): scikit-learn's sample-weight equivalence
+        check passes. True stays the default: it is scikit-learn's behaviour, which users
         switching from it expect, and it leaves the number of rows drawn independent
         of the weights' scale (``"weighted"`` draws ten times as many rows when every
         weight is multiplied by ten; give ``max_samples`` as an int to fix it).

@@ -28,6 +28,7 @@ from silva import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.callbacks import EarlyStopException
 
 FORESTS = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier,
@@ -79,10 +80,10 @@ def test_weighted_bootstrap_draws_in_proportion_to_the_weights():
     X = np.arange(6.0)[:, None]
     X[4] = X[3]  # rows 3 and 4 are one distinct row of weight 4, drawn on row 3
     y = np.array([0.0, 1.0, 2.0, 3.0, 3.0, 5.0])
-    rows, cumulative = silva.forest.weighted_draw_plan(X, y, weight)
+    rows, cumulative = weighted_draw_plan(X, y, weight)
     assert sorted(rows) == [0, 2, 3, 5]
     assert cumulative[-1] == weight.sum()
-    counts = sum(silva.forest.weighted_bootstrap_counts(seed, rows, cumulative, 6, 85)
+    counts = sum(weighted_bootstrap_counts(np.random.RandomState(seed), rows, cumulative, 6, 85)
                  for seed in range(400))
     assert counts.sum() == 400 * 85 and counts[1] == counts[4] == 0
     expected = np.array([1.0, 0.0, 3.0, 4.0, 0.0, 0.5]) / weight.sum()
@@ -91,7 +92,7 @@ def test_weighted_bootstrap_draws_in_proportion_to_the_weights():
                                atol=4 * np.sqrt(0.25 / counts.sum()))
     # The plan, and so the draw, does not depend on the order of the rows.
     order = np.random.RandomState(0).permutation(6)
-    shuffled_rows, shuffled_cumulative = silva.forest.weighted_draw_plan(
+    shuffled_rows, shuffled_cumulative = weighted_draw_plan(
         X[order], y[order], weight[order])
     np.testing.assert_array_equal(shuffled_cumulative, cumulative)
     np.testing.assert_array_equal(X[order][shuffled_rows], X[rows])
