@@ -180,3 +180,20 @@ def test_bad_constraints_are_refused(estimator, params, y_kind, message):
         y = np.arange(60) % 3
     with pytest.raises(ValueError, match=message):
         estimator(**params).fit(X, y)
+
+
+def test_histogram_and_parallel_paths_grow_the_same_tree(monkeypatch):
+    """Large nodes search splits on histograms, in parallel over features (the monotone
+    copy of the full grower); forced here on small data, they grow the tree that the
+    serial row-summing path grows."""
+    import silva.decision_tree
+
+    X, y = _data(False)
+    serial = DecisionTreeRegressor(monotonic_cst=CONSTRAINTS).fit(X, y)
+    monkeypatch.setattr(silva.decision_tree, "HISTOGRAM_MIN_SAMPLES", 16)
+    monkeypatch.setattr(silva.decision_tree, "PARALLEL_MIN_WORK", 64)
+    large = DecisionTreeRegressor(monotonic_cst=CONSTRAINTS).fit(X, y)
+    assert large.tree_.node_count == serial.tree_.node_count > 50
+    np.testing.assert_array_equal(large.tree_.feature, serial.tree_.feature)
+    np.testing.assert_array_equal(large.tree_.threshold, serial.tree_.threshold)
+    np.testing.assert_allclose(large.tree_.value, serial.tree_.value, rtol=1e-12)
