@@ -256,9 +256,6 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             raise ValueError(f"{name}: monotonic_cst constrains categorical feature(s) "
                              f"{categorical.tolist()}, whose categories have no order; "
                              "give them a constraint of 0.")
-        if criterion_code == criteria.ABSOLUTE_ERROR and constraints.any():
-            raise ValueError(f"{name}: monotonic_cst is not supported with "
-                             "criterion='absolute_error'.")
         if criteria.is_classification(criterion_code):
             if n_classes > 2:
                 raise ValueError(f"{name}: Monotonicity constraints are not supported "
@@ -605,8 +602,8 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
             max_features, random_state, max_leaf_nodes, min_impurity_decrease, ccp_alpha, \
             max_bins, categorical_features, ccp_cv, prune, validation_fraction, \
             monotonic_cst
-        As for :class:`DecisionTreeClassifier` (``monotonic_cst`` on the prediction,
-        any regression criterion but absolute_error); the errors of ``ccp_alpha="cv"`` and of
+        As for :class:`DecisionTreeClassifier` (``monotonic_cst`` on the prediction:
+        the mean, or under absolute_error the median); the errors of ``ccp_alpha="cv"`` and of
         reduced-error pruning are squared errors, and ``ccp_cv=k`` means shuffled
         ``KFold``. There is no ``min_significance``: its chi-square test is of class
         counts.

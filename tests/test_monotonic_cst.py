@@ -58,6 +58,7 @@ MODELS = [
     (DecisionTreeRegressor, {}),
     (DecisionTreeClassifier, {"splitter": "random", "random_state": 0}),
     (DecisionTreeRegressor, {"max_leaf_nodes": 20}),
+    (DecisionTreeRegressor, {"criterion": "absolute_error"}),
     (DecisionTreeRegressor, {"criterion": "friedman_mse", "max_features": 2,
                              "random_state": 0}),
     (RandomForestClassifier, {"n_estimators": 5, "random_state": 0}),
@@ -109,6 +110,7 @@ CASES = [
     ("regressor", "squared_error", {}),
     ("regressor", "squared_error", {"max_depth": 5}),
     ("regressor", "poisson", {"min_samples_leaf": 3}),
+    ("regressor", "absolute_error", {"min_samples_leaf": 3}),
 ]
 
 
@@ -168,9 +170,6 @@ def test_model_file_round_trip(tmp_path):
     (RandomForestClassifier, {"monotonic_cst": [1, 0, 0, 0], "n_estimators": 2},
      "multiclass", "RandomForestClassifier: Monotonicity constraints are not supported "
      "with multiclass classification"),
-    (DecisionTreeRegressor, {"monotonic_cst": [1, 0, 0, 0],
-                             "criterion": "absolute_error"}, "regression",
-     "not supported with criterion='absolute_error'"),
     (DecisionTreeRegressor, {"monotonic_cst": [0, 0, 0, 1], "categorical_features": [3]},
      "regression", r"constrains categorical feature\(s\) \[3\]"),
 ])

@@ -523,7 +523,16 @@ def grow_tree(data, rules, samples, monotonic_cst):
                 pending_bounds[p, 1] = node_bounds[node, 1]
             constraint = monotonic_cst[row.feature]
             if constraint != 0:
-                middle = middle_value(classification, pending_sums[0], pending_sums[1])
+                if ORDER_STATISTICS:
+                    # absolute_error: the children's values are their weighted medians.
+                    mid = row.start + n_left
+                    left_median, _ = node_median_and_impurity(y, weight, sample_indices,
+                                                              row.start, mid)
+                    right_median, _ = node_median_and_impurity(y, weight, sample_indices,
+                                                               mid, row.end)
+                    middle = (left_median + right_median) / 2.0
+                else:
+                    middle = middle_value(classification, pending_sums[0], pending_sums[1])
                 # The child on the constraint's low side is bounded above by the middle
                 # value, the other below.
                 low_side = 0 if constraint > 0 else 1
@@ -593,6 +602,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     if monotone:
         variant += "_monotone"
         bindings["MONOTONE"] = True
+        bindings["ORDER_STATISTICS"] = order_statistics
     if not parallel:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build

@@ -12,7 +12,9 @@ XGBoost; Ke et al. 2017, LightGBM): the tree's prediction is then monotone along
 constrained feature, since any two leaves separated by a constrained split have values
 on either side of that split's ``middle``.
 
-The *value* a constraint orders is a node's mean target for regression and, for binary
+The *value* a constraint orders is a node's mean target for regression (its weighted
+median under absolute_error, whose check lives in :mod:`silva.engine.absolute_error`
+and whose middle value the grower takes from the children's medians) and, for binary
 classification, the weighted fraction of class 0 (the negative class), as in
 scikit-learn: callers flip the sign of a classifier's constraints (which users give on
 the positive class's probability) before passing them to the engine.

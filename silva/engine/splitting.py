@@ -663,7 +663,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                             weight, stats[:, 0], missing_bin,
                             parent_impurity * node_weight(criterion, node_sums), root_weight,
                             min_samples_leaf, min_weight_leaf, use_random, seeds[j],
-                            lower[f], upper[f], bitset)
+                            lower[f], upper[f], bitset, monotonic_cst[f], min_value,
+                            max_value)
                     n_non_constant += not constant
                     if gain > best_gain:
                         best_gain = gain
@@ -731,23 +732,25 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     parallel search (the copy searches serially whatever its ``parallel`` argument),
     ``categorical=False`` the category scan (the copy treats every feature as numeric),
     ``random=False`` extra trees' random thresholds (the copy searches the best ones).
-    ``monotone=True`` makes the numeric scans check monotonic constraints (not for
-    absolute_error, whose order-statistics search has no such check).
+    ``monotone=True`` makes the numeric scans (and absolute_error's order-statistics
+    search) check monotonic constraints.
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
+    bindings = {}
     if monotone:
-        if criterion == ABSOLUTE_ERROR:
-            raise ValueError("monotonic constraints are not supported by absolute_error")
         numeric_scan = specialize(numeric_scan, "monotone", MONOTONE=True)
+        if criterion == ABSOLUTE_ERROR:
+            bindings["evaluate_feature_absolute_error"] = specialize(
+                evaluate_feature_absolute_error, "monotone", MONOTONE=True)
         suffix += "_monotone"
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
     feature_suffix = variant_suffix(suffix, categorical=categorical, random=random)
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
                          evaluate_numeric=numeric, CATEGORICAL=categorical, RANDOM=random)
-    bindings = {"evaluate_feature": feature, "evaluate_numeric": numeric,
-                "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
-                "RANDOM": random}
+    bindings.update({"evaluate_feature": feature, "evaluate_numeric": numeric,
+                     "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
+                     "RANDOM": random})
     if parallel:
         bindings["_evaluate_dense_parallel"] = specialize(
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)
