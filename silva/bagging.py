@@ -47,6 +47,7 @@ from silva._mixins import (
     remembered,
 )
 from silva._progress import progress
+from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine.binning import MAX_BINS_LIMIT
 from silva.intervals import JackknifeIntervalMixin
@@ -76,11 +77,16 @@ def _member_features(random_state, n_features, n_features_drawn, bootstrap_featu
 
 
 def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_drawn,
-                 bootstrap_features):
-    """Row counts (n_samples,) and column ids of the member seeded with ``seed``."""
+                 bootstrap_features, plan=None):
+    """Row counts (n_samples,) and column ids of the member seeded with ``seed``;
+    ``plan``: the :func:`~silva._weighted_bootstrap.weighted_draw_plan` of
+    ``bootstrap="weighted"``."""
     random_state = np.random.RandomState(seed)
     features = _member_features(random_state, n_features, n_features_drawn,
                                 bootstrap_features)
+    if plan is not None:
+        return weighted_bootstrap_counts(random_state, *plan, n_samples,
+                                         n_drawn).astype(np.int64), features
     if bootstrap:
         rows = random_state.randint(0, n_samples, n_drawn)
     else:
@@ -97,9 +103,16 @@ def _check_member_weight(has_weight, counts):
                          "positive sample_weight, or draw more of them (max_samples).")
 
 
-def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
-    """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones."""
+def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_rows=None):
+    """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones.
+
+    ``plan_rows`` (``bootstrap="weighted"``): the draw already used the sample weights,
+    so members get the counts alone, their rows in the plan's content order.
+    """
     members = []
+    order = np.arange(X.shape[0]) if plan_rows is None else plan_rows
+    if plan_rows is not None:
+        sample_weight = None
     for seed in seeds:
         counts, features = draw(seed)
         member = clone(base)
@@ -112,11 +125,11 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
         if isinstance(member, BaseDecisionTree):
             # Counts as weights: the same tree as on repeated rows, without copying them.
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
-            rows = np.flatnonzero(weights > 0)
+            rows = order[weights[order] > 0]
             _check_member_weight(rows.size > 0, counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
         elif has_fit_parameter(member, "sample_weight"):
-            rows = np.flatnonzero(counts)
+            rows = order[counts[order] > 0]
             weights = counts[rows].astype(np.float64)
             if sample_weight is not None:
                 weights = weights * sample_weight[rows]
@@ -126,7 +139,7 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical):
             if sample_weight is not None:
                 raise ValueError(f"{type(member).__name__}.fit takes no sample_weight, so "
                                  "the bagging ensemble cannot use sample_weight.")
-            rows = np.repeat(np.arange(X.shape[0]), counts)
+            rows = np.repeat(order, counts[order])
             member.fit(X_member[rows], y[rows])
         members.append(member)
     return members
@@ -154,7 +167,11 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
 
     def _check_params(self, n_samples, n_features):
         _input.check_int(self.n_estimators, "n_estimators", 1)
-        for name in ("bootstrap", "bootstrap_features", "oob_score", "warm_start"):
+        if not (isinstance(self.bootstrap, bool | np.bool_) or (
+                isinstance(self.bootstrap, str) and self.bootstrap == "weighted")):
+            raise ValueError(f"{type(self).__name__}: bootstrap must be True, False or "
+                             f"'weighted'; got {self.bootstrap!r}.")
+        for name in ("bootstrap_features", "oob_score", "warm_start"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}.")
         if self.oob_score and not self.bootstrap:
@@ -187,7 +204,17 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
 
     def _fit(self, X, y, sample_weight):
         n_samples, n_features = X.shape
-        n_drawn, n_features_drawn = self._check_params(n_samples, n_features)
+        self._draw_plan = None
+        if isinstance(self.bootstrap, str) and self.bootstrap == "weighted":
+            # sample_weight as frequencies: max_samples counts (or is a fraction of) the
+            # total weight, the size of the data set a row of weight k stands in for k
+            # rows of.
+            sample_weight = _input.check_sample_weight(sample_weight, n_samples)
+            self._draw_plan = weighted_draw_plan(X, y, sample_weight)
+            n_drawn, n_features_drawn = self._check_params(
+                max(1, round(self._draw_plan[1][-1])), n_features)
+        else:
+            n_drawn, n_features_drawn = self._check_params(n_samples, n_features)
         if sample_weight is not None:
             sample_weight = _input.check_sample_weight(sample_weight, n_samples)
         base = self._base_estimator()
@@ -228,9 +255,11 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
         draw = partial(_member_draw, n_samples=n_samples, n_drawn=n_drawn,
                        bootstrap=self.bootstrap, n_features=n_features,
                        n_features_drawn=n_features_drawn,
-                       bootstrap_features=self.bootstrap_features)
+                       bootstrap_features=self.bootstrap_features, plan=self._draw_plan)
+        plan_rows = None if self._draw_plan is None else self._draw_plan[0]
         results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_fit_members)(base, chunk, X, y, sample_weight, draw, is_categorical)
+            delayed(_fit_members)(base, chunk, X, y, sample_weight, draw, is_categorical,
+                                  plan_rows)
             for chunk in chunks)
         for members in progress(results, total=len(chunks), enabled=self.verbose,
                                 desc=type(self).__name__):
@@ -268,7 +297,8 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
         n_samples, n_features = self._fit_signature
         n_drawn, n_features_drawn = self._draw_sizes
         return _member_draw(seed, n_samples, n_drawn, self.bootstrap, n_features,
-                            n_features_drawn, self.bootstrap_features)
+                            n_features_drawn, self.bootstrap_features,
+                            getattr(self, "_draw_plan", None))
 
     @property
     def estimators_features_(self):
@@ -331,9 +361,17 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         Rows drawn per member: a count, or a fraction of the training set.
     max_features : int or float, default=1.0
         Columns drawn per member: a count, or a fraction of the features.
-    bootstrap : bool, default=True
+    bootstrap : bool or "weighted", default=True
         Draw rows with replacement (the bootstrap); False draws ``max_samples`` distinct
-        rows (bagging "with p" = ``max_samples``).
+        rows (bagging "with p" = ``max_samples``). ``"weighted"`` draws with replacement
+        with probability proportional to ``sample_weight``, read as frequencies: a
+        member draws ``max_samples`` of ``round(sum(sample_weight))`` rows and is fitted
+        on the counts alone (so estimators without ``sample_weight`` can be bagged with
+        weights), and a row of weight k is the same as k copies of it whatever the order
+        of the rows (see :mod:`silva._weighted_bootstrap`; scikit-learn's
+        sample-weight equivalence check passes). True stays the default, scikit-learn's
+        behaviour (uniform draws, counts times weights), whose sample size does not
+        depend on the weights' scale.
     bootstrap_features : bool, default=False
         Draw the columns with replacement.
     oob_score : bool, default=False

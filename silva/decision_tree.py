@@ -87,7 +87,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
                  min_samples_leaf, min_weight_fraction_leaf, max_features, random_state,
                  max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins,
-                 categorical_features, ccp_cv, prune, validation_fraction):
+                 categorical_features, ccp_cv, prune, validation_fraction,
+                 monotonic_cst=None):
         self.criterion = criterion
         self.splitter = splitter
         self.max_depth = max_depth
@@ -104,6 +105,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         self.ccp_cv = ccp_cv
         self.prune = prune
         self.validation_fraction = validation_fraction
+        self.monotonic_cst = monotonic_cst
 
     # ----------------------------------------------------------------- input
     def _prepare_X(self, X, *, reset):
@@ -232,7 +234,39 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             histogram_min_samples=histogram_min_samples,
             parallel_min_work=PARALLEL_MIN_WORK,
             min_significance=float(min_significance),
+            monotonic_cst=self._engine_monotonic_cst(criterion_code, n_classes),
         )
+
+    def _engine_monotonic_cst(self, criterion_code, n_classes):
+        """``monotonic_cst`` checked (scikit-learn's rules and messages) and as the engine
+        reads it (:mod:`silva.engine.monotone`): int8 per feature, on the class-0
+        fraction for classifiers, so with the user's signs (on the positive class's
+        probability) flipped, as scikit-learn does. None when not set."""
+        if self.monotonic_cst is None:
+            return None
+        # A forest's template tree reports errors under the forest's name.
+        name = getattr(self, "_owner_name", type(self).__name__)
+        n_features = len(self.is_categorical_)
+        constraints = np.asarray(self.monotonic_cst)
+        if constraints.ndim != 1 or constraints.shape[0] != n_features:
+            shape = constraints.shape[0] if constraints.ndim else constraints.shape
+            raise ValueError(f"{name}: monotonic_cst has shape {shape} but the input data "
+                             f"X has {n_features} features.")
+        if not np.all(np.isin(constraints, (-1, 0, 1))):
+            raise ValueError(f"{name}: monotonic_cst must be None or an array-like of -1, "
+                             f"0 or 1, but got {np.unique(constraints)}")
+        constraints = constraints.astype(np.int8)
+        categorical = np.flatnonzero(constraints.astype(bool) & self.is_categorical_)
+        if categorical.size:
+            raise ValueError(f"{name}: monotonic_cst constrains categorical feature(s) "
+                             f"{categorical.tolist()}, whose categories have no order; "
+                             "give them a constraint of 0.")
+        if criteria.is_classification(criterion_code):
+            if n_classes > 2:
+                raise ValueError(f"{name}: Monotonicity constraints are not supported "
+                                 "with multiclass classification")
+            constraints = -constraints
+        return constraints
 
     def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance):
         """Bin X and grow the unpruned tree on all its samples in one compiled call."""
@@ -461,6 +495,13 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
         to sum to the node's number of samples (plain counts with unit weights); the
         test is of the single split chosen, without CHAID's Bonferroni correction for
         having chosen it. None (or 1.0) turns the test off.
+    monotonic_cst : array-like of int of shape (n_features,) or None, default=None
+        Monotonic constraint per feature on the probability of the positive class
+        (``classes_[1]``): 1 increasing, -1 decreasing, 0 none; binary classification
+        only, numeric features only. scikit-learn's semantics: a split on a constrained
+        feature must order its children's values as asked and keep them within the
+        node's bounds, node values are clipped to their bounds, and the children's
+        bounds meet at the mean of their two values (see :mod:`silva.engine.monotone`).
 
     Attributes
     ----------
@@ -500,7 +541,7 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
                  max_features=None, random_state=None, max_leaf_nodes=None,
                  min_impurity_decrease=0.0, class_weight=None, ccp_alpha=0.0, max_bins=255,
                  categorical_features=None, ccp_cv=5, prune=None, validation_fraction=0.2,
-                 min_significance=None):
+                 min_significance=None, monotonic_cst=None):
         super().__init__(
             criterion=criterion, splitter=splitter, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -509,6 +550,7 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
             min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
             max_bins=max_bins, categorical_features=categorical_features, ccp_cv=ccp_cv,
             prune=prune, validation_fraction=validation_fraction,
+            monotonic_cst=monotonic_cst,
         )
         self.class_weight = class_weight
         self.min_significance = min_significance
@@ -563,8 +605,10 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
         (for counts, y >= 0).
     splitter, max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
             max_features, random_state, max_leaf_nodes, min_impurity_decrease, ccp_alpha, \
-            max_bins, categorical_features, ccp_cv, prune, validation_fraction
-        As for :class:`DecisionTreeClassifier`; the errors of ``ccp_alpha="cv"`` and of
+            max_bins, categorical_features, ccp_cv, prune, validation_fraction, \
+            monotonic_cst
+        As for :class:`DecisionTreeClassifier` (``monotonic_cst`` on the prediction:
+        the mean, or under absolute_error the median); the errors of ``ccp_alpha="cv"`` and of
         reduced-error pruning are squared errors, and ``ccp_cv=k`` means shuffled
         ``KFold``. There is no ``min_significance``: its chi-square test is of class
         counts.
@@ -588,7 +632,8 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
                  min_samples_split=2, min_samples_leaf=1, min_weight_fraction_leaf=0.0,
                  max_features=None, random_state=None, max_leaf_nodes=None,
                  min_impurity_decrease=0.0, ccp_alpha=0.0, max_bins=255,
-                 categorical_features=None, ccp_cv=5, prune=None, validation_fraction=0.2):
+                 categorical_features=None, ccp_cv=5, prune=None, validation_fraction=0.2,
+                 monotonic_cst=None):
         super().__init__(
             criterion=criterion, splitter=splitter, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -597,6 +642,7 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
             min_impurity_decrease=min_impurity_decrease, ccp_alpha=ccp_alpha,
             max_bins=max_bins, categorical_features=categorical_features, ccp_cv=ccp_cv,
             prune=prune, validation_fraction=validation_fraction,
+            monotonic_cst=monotonic_cst,
         )
 
     def fit(self, X, y, sample_weight=None):

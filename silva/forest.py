@@ -32,6 +32,7 @@ from silva import _input
 from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
+from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.decision_tree import (
@@ -57,6 +58,9 @@ _MAX_SEED = np.iinfo(np.int32).max
 #: ``bootstrap="poisson"``: the partition-independent forest of
 #: :mod:`silva.engine.levelwise` (Poisson counts keyed by row, level-wise growth).
 POISSON = "poisson"
+#: ``bootstrap="weighted"``: rows drawn in proportion to sample_weight
+#: (:mod:`silva._weighted_bootstrap`).
+WEIGHTED = "weighted"
 #: Trees the level-wise forest grows together (one pass over the rows per level for all).
 LEVELWISE_BATCH = 8
 
@@ -84,7 +88,8 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
     def __init__(self, *, n_estimators, criterion, max_depth, min_samples_split,
                  min_samples_leaf, min_weight_fraction_leaf, max_features, max_leaf_nodes,
                  min_impurity_decrease, bootstrap, oob_score, n_jobs, random_state, verbose,
-                 warm_start, ccp_alpha, max_samples, max_bins, categorical_features):
+                 warm_start, ccp_alpha, max_samples, max_bins, categorical_features,
+                 monotonic_cst=None):
         self.n_estimators = n_estimators
         self.criterion = criterion
         self.max_depth = max_depth
@@ -104,10 +109,12 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         self.max_samples = max_samples
         self.max_bins = max_bins
         self.categorical_features = categorical_features
+        self.monotonic_cst = monotonic_cst
 
     _TREE_PARAMS = ("criterion", "max_depth", "min_samples_split", "min_samples_leaf",
                     "min_weight_fraction_leaf", "max_features", "max_leaf_nodes",
-                    "min_impurity_decrease", "ccp_alpha", "max_bins", "categorical_features")
+                    "min_impurity_decrease", "ccp_alpha", "max_bins", "categorical_features",
+                    "monotonic_cst")
 
     def _make_tree(self, random_state=None):
         params = {name: getattr(self, name) for name in self._TREE_PARAMS}
@@ -122,8 +129,9 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                              f"{self.ccp_alpha!r} ('cv' is for single trees).")
         bootstrap = self.bootstrap
         if not (isinstance(bootstrap, bool | np.bool_)
-                or (isinstance(bootstrap, str) and bootstrap == POISSON)):
-            raise ValueError(f'bootstrap must be True, False or "poisson"; got {bootstrap!r}.')
+                or (isinstance(bootstrap, str) and bootstrap in (POISSON, WEIGHTED))):
+            raise ValueError(f"{type(self).__name__}: bootstrap must be True, False, "
+                             f"'poisson' or 'weighted'; got {bootstrap!r}.")
         if not isinstance(self.warm_start, bool | np.bool_):
             raise ValueError(f"warm_start must be True or False; got {self.warm_start!r}.")
         if not (isinstance(self.oob_score, bool | np.bool_) or callable(self.oob_score)):
@@ -163,11 +171,19 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
                     callbacks=None):
         """Grow the trees (y encoded, weights final) and compute the out-of-bag results."""
         n_samples, n_features = X.shape
-        n_drawn = self._check_forest_params(n_samples)
+        self._draw_rows = self._draw_cumulative = None
+        if isinstance(self.bootstrap, str) and self.bootstrap == WEIGHTED:
+            self._draw_rows, self._draw_cumulative = weighted_draw_plan(X, y, sample_weight)
+            # sample_weight as frequencies: a bootstrap sample as large as the data set
+            # whose row of weight k stands for k rows.
+            n_drawn = self._check_forest_params(max(1, round(self._draw_cumulative[-1])))
+        else:
+            n_drawn = self._check_forest_params(n_samples)
         n_threads = self._n_threads()
         # The trees' own parameter checks and rules, read off a tree like the forest's.
         template = self._make_tree()
         template.is_categorical_ = self.is_categorical_
+        template._owner_name = type(self).__name__
         params = template._check_params(n_samples, sample_weight.sum())
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         template.max_features_ = self.max_features_
@@ -203,9 +219,8 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
 
         def make_task(t):
             seed = int(new_seeds[t])
-            weight = sample_weight
+            weight = self._tree_weight(seed, sample_weight, n_drawn)
             if self.bootstrap:
-                weight = weight * _bootstrap_counts(seed, n_samples, n_drawn)
                 if not np.any(weight > 0):
                     # The tree would have no class distribution and no mean to predict
                     # (its probabilities summed to zero).
@@ -217,9 +232,15 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             if getattr(self, "class_weight", None) == "balanced_subsample":
                 weight = weight * self._subsample_class_weights(y, weight, n_classes)
             stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)
+            if self._draw_rows is not None:
+                # In the plan's content order, so that the tree sums its samples in an
+                # order that does not depend on the order of the rows.
+                inbag = self._draw_rows[weight[self._draw_rows] > 0]
+            else:
+                inbag = np.flatnonzero(weight > 0)
             return TreeTask(
                 stats=stats, y=y_float, weight=weight,
-                sample_indices=np.flatnonzero(weight > 0).astype(np.int32),
+                sample_indices=inbag.astype(np.int32),
                 min_weight_leaf=fraction * weight.sum(),
                 seed=seed_from_random_state(np.random.RandomState(seed)),
             )
@@ -336,15 +357,6 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
             for tree in grow_levelwise_trees(call, rules, batch, rate, counter):
                 yield GrownTree(tree, None, None, None)
 
-    def _tree_counts(self, t, n_samples):
-        """How often each sample is in tree ``t``'s bootstrap (ones without one)."""
-        if self.bootstrap == POISSON:
-            return poisson_counts(np.uint64(self._tree_seeds[t]),
-                                  np.arange(n_samples, dtype=np.int64), self._poisson_rate)
-        if self.bootstrap:
-            return _bootstrap_counts(self._tree_seeds[t], n_samples, self._n_drawn)
-        return np.ones(n_samples)
-
     def _histogram_min_samples(self, criterion_code, n_samples, n_features):
         """Node size from which the trees build full histograms (see the grower).
 
@@ -442,8 +454,9 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         if not self.bootstrap:
             return [np.arange(n_samples, dtype=np.int32) for _ in self._tree_seeds]
         rows = np.arange(n_samples, dtype=np.int32)
+        ones = np.ones(n_samples)
         # From the counts the trees were weighted by, so that the two cannot disagree.
-        return [np.repeat(rows, _bootstrap_counts(seed, n_samples, self._n_drawn)
+        return [np.repeat(rows, np.rint(self._tree_weight(seed, ones, self._n_drawn))
                           .astype(np.intp)) for seed in self._tree_seeds]
 
     def _oob_scorer(self, default):
@@ -451,12 +464,30 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         score_func(y_true, y_pred), else ``default``."""
         return self.oob_score if callable(self.oob_score) else default
 
+    def _tree_weight(self, seed, sample_weight, n_drawn):
+        """The weights tree ``seed`` grows on (before "balanced_subsample"): the sample
+        weights times the bootstrap counts (Poisson counts keyed by row under
+        ``bootstrap="poisson"``); with ``bootstrap="weighted"`` the counts alone (the
+        draw already took the weights into account)."""
+        if self.bootstrap == POISSON:
+            return sample_weight * poisson_counts(
+                np.uint64(seed), np.arange(sample_weight.shape[0], dtype=np.int64),
+                self._poisson_rate)
+        if getattr(self, "_draw_rows", None) is not None:
+            return weighted_bootstrap_counts(np.random.RandomState(seed), self._draw_rows,
+                                             self._draw_cumulative, sample_weight.shape[0],
+                                             n_drawn)
+        if self.bootstrap:
+            return sample_weight * _bootstrap_counts(seed, sample_weight.shape[0], n_drawn)
+        return sample_weight
+
     def _inbag_mask(self, n_samples):
         """(n_trees, n_samples) uint8: 1 where the sample trained the tree."""
         mask = np.ones((len(self._tree_seeds), n_samples), dtype=np.uint8)
         if self.bootstrap:
-            for t in range(len(self._tree_seeds)):
-                mask[t] = self._tree_counts(t, n_samples) > 0
+            ones = np.ones(n_samples)
+            for t, seed in enumerate(self._tree_seeds):
+                mask[t] = self._tree_weight(seed, ones, self._n_drawn) > 0
         return mask
 
     def _oob_members(self, X):
@@ -663,19 +694,19 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         """Each tree's in-bag samples by leaf, with their weights, for quantiles."""
         blocks, weights, starts, ends = [], [], [], []
         for t, grown in enumerate(self._grown_trees):
-            counts = self._tree_counts(t, X.shape[0])
+            tree_weight = self._tree_weight(self._tree_seeds[t], sample_weight, self._n_drawn)
             if (grown.node_start is None
                     or grown.tree.node_count != grown.node_start.shape[0]):
                 # Pruned tree (or a level-wise one, which keeps no samples): group the
                 # in-bag samples by their leaf in the tree.
-                inbag = np.flatnonzero(counts * sample_weight > 0)
+                inbag = np.flatnonzero(tree_weight > 0)
                 leaves = grown.tree.apply(X[inbag])
                 order = np.argsort(leaves, kind="stable")
                 grown.leaf_samples = inbag[order].astype(np.int32)
                 bounds = np.searchsorted(leaves[order], np.arange(grown.tree.node_count + 1))
                 grown.node_start, grown.node_end = bounds[:-1], bounds[1:]
             blocks.append(grown.leaf_samples)
-            weights.append((counts * sample_weight)[grown.leaf_samples])
+            weights.append(tree_weight[grown.leaf_samples])
             starts.append(grown.node_start)
             ends.append(grown.node_end)
         self._leaf_offset = np.zeros(len(blocks) + 1, dtype=np.int64)
@@ -765,17 +796,35 @@ _FOREST_PARAMETERS = """
         The trees' split criterion (see :class:`~silva.DecisionTreeClassifier` and
         :class:`~silva.DecisionTreeRegressor`).
     max_depth, min_samples_split, min_samples_leaf, min_weight_fraction_leaf, \
-            max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features
-        The trees' parameters, with the same meaning; ``min_weight_fraction_leaf`` is a
-        fraction of each tree's (bootstrap-weighted) total weight, and
-        ``min_samples_split`` and ``min_samples_leaf`` count a tree's distinct samples,
+            max_leaf_nodes, min_impurity_decrease, ccp_alpha, max_bins, categorical_features, \
+            monotonic_cst
+        The trees' parameters, with the same meaning (``monotonic_cst``: each tree is
+        monotone along the constrained features, and so is their mean);
+        ``min_weight_fraction_leaf`` is a fraction of each tree's (bootstrap-weighted)
+        total weight, and ``min_samples_split`` and ``min_samples_leaf`` count a tree's
+        distinct samples,
         whatever their weights or bootstrap counts (as scikit-learn's forests).
     max_features : int, float, "sqrt", "log2" or None
         Features drawn at random as candidates at every node of every tree.
-    bootstrap : bool
+    bootstrap : bool, "weighted" or "poisson"
         Grow each tree on a bootstrap sample (drawn with replacement; the counts are
         sample weights, so ``n_node_samples`` counts distinct samples) instead of on the
-        whole training set.
+        whole training set. True draws rows uniformly and multiplies their counts by
+        their ``sample_weight`` (scikit-learn's forests). ``"weighted"`` reads
+        ``sample_weight`` as frequencies (class weights multiplied in): each tree draws
+        ``round(sum(sample_weight))`` rows (or ``max_samples`` of them) with probability
+        proportional to their weight and grows on the counts alone, so that a row of
+        weight k is the same as k copies of it, whatever the order of the rows (the
+        draw is made over distinct rows in an order fixed by their content; see
+        :mod:`silva._weighted_bootstrap`): scikit-learn's sample-weight equivalence
+        check passes. True stays the default: it is scikit-learn's behaviour, which users
+        switching from it expect, and it leaves the number of rows drawn independent
+        of the weights' scale (``"weighted"`` draws ten times as many rows when every
+        weight is multiplied by ten; give ``max_samples`` as an int to fix it).
+        ``"poisson"``: each row's count is Poisson(rate) keyed by its index and the
+        tree's seed, and the trees grow level by level (:mod:`silva.engine.levelwise`),
+        a forest that does not depend on how the rows are partitioned: what
+        :mod:`silva.dask`'s forests grow, here on one machine (much slower than True).
     oob_score : bool or callable, default=False
         Estimate the generalisation score from the out-of-bag samples of each tree:
         ``oob_score_`` (accuracy or R², or the callable ``score_func(y_true, y_pred)``,
@@ -791,7 +840,8 @@ _FOREST_PARAMETERS = """
         Keep the fitted trees and add ``n_estimators - len(estimators_)`` new ones; the
         forest is then the same as one fitted with all the trees at once.
     max_samples : int, float or None, default=None
-        Size of each bootstrap sample (a float is a fraction of the training set).
+        Size of each bootstrap sample (a float is a fraction of the training set, or of
+        the total weight with ``bootstrap="weighted"``).
 """
 
 _FOREST_ATTRIBUTES = """
@@ -846,7 +896,8 @@ class RandomForestClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None, min_significance=None):
+                 max_bins=255, categorical_features=None, min_significance=None,
+                 monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -855,7 +906,7 @@ class RandomForestClassifier(ForestClassifier):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
         self.class_weight = class_weight
         self.min_significance = min_significance
 
@@ -887,7 +938,8 @@ class ExtraTreesClassifier(ForestClassifier):
                  max_features="sqrt", max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, class_weight=None, ccp_alpha=0.0, max_samples=None,
-                 max_bins=255, categorical_features=None, min_significance=None):
+                 max_bins=255, categorical_features=None, min_significance=None,
+                 monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -896,7 +948,7 @@ class ExtraTreesClassifier(ForestClassifier):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
         self.class_weight = class_weight
         self.min_significance = min_significance
 
@@ -932,7 +984,7 @@ class RandomForestRegressor(ForestRegressor):
                  max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=True, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -941,7 +993,7 @@ class RandomForestRegressor(ForestRegressor):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)
 
 
 class ExtraTreesRegressor(ForestRegressor):
@@ -967,7 +1019,7 @@ class ExtraTreesRegressor(ForestRegressor):
                  max_features=1.0, max_leaf_nodes=None, min_impurity_decrease=0.0,
                  bootstrap=False, oob_score=False, n_jobs=None, random_state=None, verbose=0,
                  warm_start=False, ccp_alpha=0.0, max_samples=None, max_bins=255,
-                 categorical_features=None):
+                 categorical_features=None, monotonic_cst=None):
         super().__init__(
             n_estimators=n_estimators, criterion=criterion, max_depth=max_depth,
             min_samples_split=min_samples_split, min_samples_leaf=min_samples_leaf,
@@ -976,4 +1028,4 @@ class ExtraTreesRegressor(ForestRegressor):
             bootstrap=bootstrap, oob_score=oob_score, n_jobs=n_jobs,
             random_state=random_state, verbose=verbose, warm_start=warm_start,
             ccp_alpha=ccp_alpha, max_samples=max_samples, max_bins=max_bins,
-            categorical_features=categorical_features)
+            categorical_features=categorical_features, monotonic_cst=monotonic_cst)

@@ -27,16 +27,18 @@ from silva import BaggingClassifier, BaggingRegressor, DecisionTreeClassifier
 
 # ------------------------------------------------------------------ scikit-learn checks
 def _expected_failed_checks(estimator):
-    if estimator.bootstrap:
+    if estimator.bootstrap is True:
         # Rows are drawn uniformly: a row of weight 2 is drawn as often as any other,
         # a repeated row twice as often (scikit-learn marks its own bagging the same way).
         return {"check_sample_weight_equivalence_on_dense_data":
                 "bootstrap draws rows uniformly, not in proportion to sample_weight"}
-    return {}
+    return {}  # bootstrap="weighted" passes it
 
 
 @parametrize_with_checks([BaggingClassifier(n_estimators=5, random_state=0),
-                          BaggingRegressor(n_estimators=5, random_state=0)],
+                          BaggingRegressor(n_estimators=5, random_state=0),
+                          BaggingRegressor(n_estimators=5, bootstrap="weighted",
+                                           random_state=0)],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -47,6 +49,35 @@ def test_sample_weight_equivalence_without_bootstrap(cls):
     # Every member sees every row: integer weights are then the same as repeated rows.
     check_sample_weight_equivalence_on_dense_data(
         cls.__name__, cls(n_estimators=5, bootstrap=False, random_state=0))
+
+
+@pytest.mark.parametrize("estimator", [
+    BaggingClassifier(n_estimators=5, bootstrap="weighted", random_state=0),
+    BaggingRegressor(n_estimators=5, bootstrap="weighted", max_features=0.5,
+                     oob_score=True, random_state=0),
+    BaggingClassifier(KNeighborsClassifier(3), n_estimators=5, bootstrap="weighted",
+                      random_state=0),
+    BaggingRegressor(Ridge(), n_estimators=5, bootstrap="weighted", random_state=0),
+], ids=["tree-classifier", "tree-regressor-subspaces-oob", "knn-no-sample-weight", "ridge"])
+def test_sample_weight_equivalence_with_weighted_bootstrap(estimator):
+    # Rows drawn in proportion to their weights, over distinct rows in content order: a
+    # row of weight k is k repeated rows, although the check shuffles the weighted rows;
+    # an estimator whose fit takes no sample_weight is bagged with weights too.
+    check_sample_weight_equivalence_on_dense_data(type(estimator).__name__, estimator)
+
+
+def test_weighted_bootstrap_members_see_the_counts_alone():
+    X, y = make_regression(n_samples=50, n_features=3, random_state=0)
+    weight = np.random.RandomState(0).randint(0, 4, size=50).astype(float)
+    ensemble_ = BaggingRegressor(RecordingRegressor(), n_estimators=3, bootstrap="weighted",
+                                 random_state=0).fit(X, y, sample_weight=weight)
+    assert ensemble_._draw_sizes[0] == round(weight.sum())
+    for member, rows in zip(ensemble_.estimators_, ensemble_.estimators_samples_,
+                            strict=True):
+        assert (weight[rows] > 0).all()  # zero-weight rows are never drawn
+        # Fitted on the drawn rows with their counts (which sum to the draw's size).
+        assert member.sample_weight_.sum() == round(weight.sum())
+        assert sorted(map(tuple, member.X_)) == sorted(map(tuple, X[rows]))
 
 
 # ------------------------------------------------------------- what members are fitted on

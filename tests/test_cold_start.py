@@ -138,6 +138,9 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
     assert paths(X) == {"parallel": False, "categorical": False, "extras": False}
     assert paths(X_categorical, categorical_features=[2])["categorical"]
     assert paths(X, max_leaf_nodes=5)["extras"]
+    # A constrained fit takes the monotone copy; an all-zero constraint does not.
+    assert paths(X, monotonic_cst=[1, 0, 0])["monotone"]
+    assert "monotone" not in paths(X, monotonic_cst=[0, 0, 0])
     assert paths(X, min_significance=0.05)["extras"]
     assert paths(X, splitter="random")["extras"]
     # The root reaches parallel_min_work: the parallel paths, unless on one thread.

@@ -31,6 +31,7 @@ from silva import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
+from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.callbacks import EarlyStopException
 
 FORESTS = (RandomForestClassifier, RandomForestRegressor, ExtraTreesClassifier,
@@ -41,17 +42,20 @@ REGRESSORS = (RandomForestRegressor, ExtraTreesRegressor)
 
 # ------------------------------------------------------------------ scikit-learn checks
 def _expected_failed_checks(estimator):
-    if estimator.bootstrap:
+    if estimator.bootstrap is True:
         # A bootstrap draws n rows uniformly: a row of weight 2 is drawn as often as any
         # other row, while a repeated row is drawn twice as often, so the two fits are
         # different random forests (scikit-learn marks its own forests the same way).
-        # test_sample_weight_equivalence_without_bootstrap checks the weights themselves.
+        # test_sample_weight_equivalence_without_bootstrap checks the weights themselves;
+        # bootstrap="weighted" passes the check (below, and in the list checked here).
         return {"check_sample_weight_equivalence_on_dense_data":
                 "bootstrap draws rows uniformly, not in proportion to sample_weight"}
     return {}
 
 
-@parametrize_with_checks([cls(n_estimators=5, random_state=0) for cls in FORESTS],
+@parametrize_with_checks([cls(n_estimators=5, random_state=0) for cls in FORESTS]
+                         + [cls(n_estimators=5, bootstrap="weighted", random_state=0)
+                            for cls in (RandomForestClassifier, ExtraTreesRegressor)],
                          expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -62,6 +66,55 @@ def test_sample_weight_equivalence_without_bootstrap(cls):
     # Without the bootstrap, integer weights are the same as repeated rows.
     check_sample_weight_equivalence_on_dense_data(
         cls.__name__, cls(n_estimators=5, bootstrap=False, random_state=0))
+
+
+@pytest.mark.parametrize("cls", FORESTS)
+@pytest.mark.parametrize("max_features", [None, 0.3])
+def test_sample_weight_equivalence_with_weighted_bootstrap(cls, max_features):
+    # Drawn in proportion to the weights, over rows in an order fixed by their content:
+    # a row of weight k is k repeated rows, though the check shuffles the weighted rows.
+    check_sample_weight_equivalence_on_dense_data(
+        cls.__name__, cls(n_estimators=5, bootstrap="weighted", max_features=max_features,
+                          oob_score=True, random_state=0))
+
+
+def test_weighted_bootstrap_draws_in_proportion_to_the_weights():
+    weight = np.array([1.0, 0.0, 3.0, 2.0, 2.0, 0.5])
+    X = np.arange(6.0)[:, None]
+    X[4] = X[3]  # rows 3 and 4 are one distinct row of weight 4, drawn on row 3
+    y = np.array([0.0, 1.0, 2.0, 3.0, 3.0, 5.0])
+    rows, cumulative = weighted_draw_plan(X, y, weight)
+    assert sorted(rows) == [0, 2, 3, 5]
+    assert cumulative[-1] == weight.sum()
+    counts = sum(weighted_bootstrap_counts(np.random.RandomState(seed), rows, cumulative, 6, 85)
+                 for seed in range(400))
+    assert counts.sum() == 400 * 85 and counts[1] == counts[4] == 0
+    expected = np.array([1.0, 0.0, 3.0, 4.0, 0.0, 0.5]) / weight.sum()
+    # 34,000 draws: each frequency within 4 standard errors of its probability.
+    np.testing.assert_allclose(counts / counts.sum(), expected,
+                               atol=4 * np.sqrt(0.25 / counts.sum()))
+    # The plan, and so the draw, does not depend on the order of the rows.
+    order = np.random.RandomState(0).permutation(6)
+    shuffled_rows, shuffled_cumulative = weighted_draw_plan(
+        X[order], y[order], weight[order])
+    np.testing.assert_array_equal(shuffled_cumulative, cumulative)
+    np.testing.assert_array_equal(X[order][shuffled_rows], X[rows])
+
+
+def test_weighted_bootstrap_forest_regrows_its_inbag_samples():
+    X, y = datasets.make_regression(n_samples=120, n_features=4, random_state=0)
+    weight = np.random.RandomState(1).randint(0, 4, size=120).astype(float)
+    forest = RandomForestRegressor(n_estimators=4, bootstrap="weighted", oob_score=True,
+                                   random_state=0).fit(X, y, sample_weight=weight)
+    inbag = forest._inbag_mask(120).astype(bool)
+    assert not inbag[:, weight == 0].any()  # zero-weight rows are never drawn
+    for t, tree in enumerate(forest.estimators_):
+        # The tree's root holds its in-bag samples, each counted once.
+        assert tree.tree_.n_node_samples[0] == inbag[t].sum()
+        assert tree.tree_.weighted_n_node_samples[0] == forest._n_drawn
+    assert forest._n_drawn == round(weight.sum())
+    with pytest.raises(ValueError, match="bootstrap must be True, False or 'weighted'"):
+        RandomForestRegressor(bootstrap="yes").fit(X, y)
 
 
 # --------------------------------------------------------------- accuracy vs scikit-learn

@@ -23,6 +23,10 @@ from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.random import uniform
 
 _NO_SPLIT = -np.inf
+# Bound to True by splitting.split_finder(monotone=True) alone: candidate splits on a
+# constrained feature are checked against monotonic constraints on the children's
+# medians (silva.engine.monotone); other fits compile no check.
+MONOTONE = False
 
 
 @nb.njit(cache=True)
@@ -115,6 +119,19 @@ def _deviation(weights_tree, targets_tree, sorted_y, total_weight, total_target)
 
 
 @nb.njit(cache=True)
+def _median(weights_tree, sorted_y, total_weight):
+    """Weighted median of the set held by a Fenwick tree of weights (as
+    :func:`_deviation` takes it)."""
+    half = total_weight / 2.0
+    k = _fenwick_first_reaching(weights_tree, half, False)
+    median = sorted_y[k - 1]
+    if _fenwick_prefix(weights_tree, k) == half:
+        k_next = _fenwick_first_reaching(weights_tree, half, True)
+        median = (sorted_y[k - 1] + sorted_y[k_next - 1]) / 2.0
+    return median
+
+
+@nb.njit(cache=True)
 def _fill_tree(tree, ranks, values, positions):
     """Fenwick tree of ``values[p]`` at ``ranks[p] + 1`` for ``p`` in positions: O(n)."""
     tree[:] = 0.0
@@ -131,8 +148,11 @@ def _fill_tree(tree, ranks, values, positions):
 def evaluate_feature_absolute_error(codes_f, is_categorical_f, sample_indices, start, end,
                                     y, weight, counts, missing_bin, node_deviation,
                                     root_weight, min_samples_leaf, min_weight_leaf,
-                                    use_random, seed, lower_f, upper_f, bitset):
-    """Best split of one feature under absolute_error.
+                                    use_random, seed, lower_f, upper_f, bitset, constraint,
+                                    min_value, max_value):
+    """Best split of one feature under absolute_error (``constraint``, ``min_value``
+    and ``max_value``: its monotonic constraint on the children's medians and the
+    node's bounds, read by the ``MONOTONE`` copy alone).
 
     Returns ``(improvement, last_left_bin, missing_go_left, is_constant)`` like
     :func:`silva.engine.splitting.evaluate_feature`; improvement is the true weighted
@@ -259,6 +279,13 @@ def evaluate_feature_absolute_error(codes_f, is_categorical_f, sample_indices, s
                     or weight_left < min_weight_leaf or weight_right < min_weight_leaf
                     or weight_left <= 0.0 or weight_right <= 0.0):
                 continue
+            if MONOTONE and constraint != 0:
+                left_median = _median(left_w, sorted_y, weight_left)
+                right_median = _median(right_w, sorted_y, weight_right)
+                if not (min_value <= left_median <= max_value
+                        and min_value <= right_median <= max_value
+                        and (left_median - right_median) * constraint <= 0.0):
+                    continue
             deviation_left = _deviation(left_w, left_y, sorted_y, weight_left, target_left)
             deviation_right = _deviation(right_w, right_y, sorted_y, weight_right,
                                          total_target - target_left)

@@ -93,6 +93,10 @@ class GrowthRules:
     histogram_min_samples: int
     parallel_min_work: int
     min_significance: float = 1.0
+    #: int8 per feature (-1, 0, +1) on the engine's monotone value (see
+    #: :mod:`silva.engine.monotone`: a classifier's signs already flipped); None or all
+    #: zeros: unconstrained.
+    monotonic_cst: np.ndarray = None
 
 
 @dataclass
@@ -144,10 +148,17 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
                 and sample_indices.shape[0] * data.n_features >= parallel_min_work)
     extras = (rules.min_significance < 1.0 or rules.max_leaf_nodes > 0
               or bool(rules.use_random))
+    monotone = rules.monotonic_cst is not None and bool(np.any(rules.monotonic_cst))
+    monotonic_cst = (np.ascontiguousarray(rules.monotonic_cst, dtype=np.int8) if monotone
+                     else np.zeros(data.n_features, dtype=np.int8))
+    # monotone only when asked: an unconstrained fit picks its copy exactly as before.
+    paths = {"monotone": True} if monotone else {}
     grower = compiled_grower(rules.criterion, parallel=parallel,
-                             categorical=bool(data.is_categorical.any()), extras=extras)
+                             categorical=bool(data.is_categorical.any()), extras=extras,
+                             **paths)
     # The grower releases the GIL, so that threads grow trees at once.
-    table, values, bitsets = grower(data.compiled(), compiled_rules, samples)
+    table, values, bitsets = grower(data.compiled(), compiled_rules, samples,
+                                    monotonic_cst)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them

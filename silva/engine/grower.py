@@ -43,6 +43,7 @@ from silva.engine.criteria import (
     node_weight,
 )
 from silva.engine.histogram import build_histogram, serial_kernels, subtract_histogram
+from silva.engine.monotone import clip_node_value, middle_value
 from silva.engine.nodes import (
     BEST_FIRST,
     CART_NODE,
@@ -131,6 +132,7 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
 # fully grown trees (five features searched per node) grew 20-30% slower.
 ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
 SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not compiled
+MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compiled only then
 
 
 @nb.njit(cache=True)
@@ -350,9 +352,15 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
 
 
 @nb.njit(cache=True, nogil=True)
-def grow_tree(data, rules, samples):
+def grow_tree(data, rules, samples, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
     place (each node's samples contiguous, as the node table's ranges say).
+
+    ``monotonic_cst`` (int8 per feature, -1, 0 or +1) constrains the tree in the copy
+    :func:`compiled_grower` makes with ``monotone=True`` (see
+    :mod:`silva.engine.monotone`): each node keeps value bounds, its value is clipped to
+    them, and a split on a constrained feature bounds its children by its middle value.
+    Other copies never read it.
 
     Call it through :func:`compiled_grower`, which compiles it for the criterion alone.
     ``data``, ``rules`` and ``samples``: :class:`CartData`, :class:`CartRules` (see
@@ -390,6 +398,16 @@ def grow_tree(data, rules, samples):
         pending[0].slot = slot
     n_pending = 1
     opened = np.zeros(2, dtype=np.bool_)
+    min_value = -np.inf
+    max_value = np.inf
+    if MONOTONE:
+        classification = rules.criterion < SQUARED_ERROR
+        # Each node's value bounds (as its sums are kept: children bound by their
+        # parent's middle value when it is split), and those of the pending nodes.
+        node_bounds = np.empty((capacity, 2))
+        pending_bounds = np.empty((2, 2))
+        pending_bounds[0, 0] = -np.inf
+        pending_bounds[0, 1] = np.inf
     # The split search's inputs as local names: taken out of the named tuples at each
     # node, the arrays' reference counts went up and down some forty times per node
     # (atomic operations), which cost forests of fully grown trees a tenth of their time.
@@ -433,6 +451,8 @@ def grow_tree(data, rules, samples):
             values = grow_rows(values, n_nodes)
             bitsets = grow_rows(bitsets, n_nodes)
             node_sums = grow_rows(node_sums, n_nodes)
+            if MONOTONE:
+                node_bounds = grow_rows(node_bounds, n_nodes)
         for p in range(n_pending):
             node = first_new + p
             row = table[node]
@@ -452,17 +472,27 @@ def grow_tree(data, rules, samples):
             sums = node_sums[node]
             splittable, node_impurity = _fill_node(row, sums, values[node], rules, y, weight,
                                                    sample_indices)
+            if MONOTONE:
+                min_value = pending_bounds[p, 0]
+                max_value = pending_bounds[p, 1]
+                node_bounds[node, 0] = min_value
+                node_bounds[node, 1] = max_value
+                clip_node_value(classification, values[node], min_value, max_value)
             opened[p] = False
             if splittable:
                 use_histogram = row.hist_slot >= 0
+                # Chosen before the call: a call of more than 30 arguments compiles to
+                # CALL_FUNCTION_EX, which numba takes only without control flow inside.
+                node_histogram = pool[row.hist_slot] if use_histogram else scratch_hist
                 gain, feature, last_left_bin, missing_left = find_node_split(
-                    rules.criterion, pool[row.hist_slot] if use_histogram else scratch_hist,
-                    use_histogram, (row.end - row.start) * n_features >= parallel_min_work,
+                    rules.criterion, node_histogram, use_histogram,
+                    (row.end - row.start) * n_features >= parallel_min_work,
                     bin_codes, ordered_codes, ordered_stats, stats, y, weight,
                     sample_indices, row.start, row.end, sums, node_impurity, root_weight,
                     n_value_bins, is_categorical, missing_bin, bin_lower, bin_upper,
                     min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
-                    n_classes, split_scratch, split_bitset)
+                    n_classes, split_scratch, split_bitset, monotonic_cst, min_value,
+                    max_value)
                 opened[p] = _accept_split(row, bitsets[node], sums, gain, feature,
                                           last_left_bin, missing_left, rules,
                                           is_categorical, split_scratch, split_bitset)
@@ -487,6 +517,27 @@ def grow_tree(data, rules, samples):
             right_indices, right_words, right_stats)
         _apply_split(row, bitsets[node], largest_left_bin, smallest_right_bin,
                      is_categorical, missing_bin, bin_lower, bin_upper)
+        if MONOTONE:
+            for p in range(2):
+                pending_bounds[p, 0] = node_bounds[node, 0]
+                pending_bounds[p, 1] = node_bounds[node, 1]
+            constraint = monotonic_cst[row.feature]
+            if constraint != 0:
+                if ORDER_STATISTICS:
+                    # absolute_error: the children's values are their weighted medians.
+                    mid = row.start + n_left
+                    left_median, _ = node_median_and_impurity(y, weight, sample_indices,
+                                                              row.start, mid)
+                    right_median, _ = node_median_and_impurity(y, weight, sample_indices,
+                                                               mid, row.end)
+                    middle = (left_median + right_median) / 2.0
+                else:
+                    middle = middle_value(classification, pending_sums[0], pending_sums[1])
+                # The child on the constraint's low side is bounded above by the middle
+                # value, the other below.
+                low_side = 0 if constraint > 0 else 1
+                pending_bounds[low_side, 1] = middle
+                pending_bounds[1 - low_side, 0] = middle
 
         # The children: their ranges and histograms.
         mid = row.start + n_left
@@ -515,7 +566,7 @@ def grow_tree(data, rules, samples):
 
 
 @functools.cache  # called once per tree: a forest asks 100 times for the same copy
-def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
+def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -534,6 +585,9 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
     the full copy; a serial fit the lean copy (numeric, no extras) when it needs neither
     category scans nor extras, else the serial copy of everything else. The copy
     releases the GIL, so that a forest grows its trees on several threads at once.
+
+    ``monotone=True`` (a fit with a monotonic constraint) is a copy of its own, named
+    apart, for each of those: fits without constraints compile none of its code.
     """
     lean = not (parallel or categorical or extras)
     categorical = extras = not lean
@@ -544,7 +598,11 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True):
                              extras=extras)
     bindings = {"_fill_node": fill_node,
                 "find_node_split": split_finder(criterion, parallel, categorical,
-                                                random=extras)}
+                                                random=extras, monotone=monotone)}
+    if monotone:
+        variant += "_monotone"
+        bindings["MONOTONE"] = True
+        bindings["ORDER_STATISTICS"] = order_statistics
     if not parallel:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build

@@ -60,6 +60,7 @@ from silva.engine.criteria import (
     twoing_proxy,
     variance_proxy,
 )
+from silva.engine.monotone import split_respects_constraint
 from silva.engine.random import first_uniform, next_uint64, randint, uniform
 from silva.engine.specialize import specialize
 
@@ -85,7 +86,7 @@ def _category_order(criterion, bins, sums, n_entries, target_class, scores):
     return np.argsort(scores[:n_entries], kind="mergesort")
 
 
-def _make_scans(proxy, criterion_name):
+def _make_scans(proxy, criterion_name, classification):
     """Compile the threshold scan and the category scan around one criterion's proxy.
 
     ``proxy(left, node_sums, min_weight_leaf)`` is the criterion's proxy improvement
@@ -94,18 +95,22 @@ def _make_scans(proxy, criterion_name):
     which :func:`split_finder` binds into that criterion's copy of the split search.
     Measured alternatives: a branch on the criterion per candidate made the loop four
     times slower (28 ns per candidate against 7), and a function passed as an argument
-    defeated numba's on-disk cache.
+    defeated numba's on-disk cache. ``classification`` says which value a monotonic
+    constraint orders (:mod:`silva.engine.monotone`).
     """
 
     def scan_numeric(bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                     min_weight_leaf, random_position, left, best_left):
+                     min_weight_leaf, random_position, left, best_left, constraint,
+                     min_value, max_value):
         """Best threshold of a numeric feature from its compact histogram.
 
         Returns ``(score, last_left_bin, missing_go_left)``: bins ``<= last_left_bin`` go
         left, and ``best_left`` receives the left child's channel sums; the score is the
         criterion's proxy improvement. ``random_position >= 0`` restricts the scan to that one
         threshold (extra trees). ``last_left_bin == ALL_VALUE_BINS`` is the split "missing
-        versus the rest".
+        versus the rest". With ``MONOTONE`` bound (the monotone copy), a
+        ``constraint`` of +1 or -1 rejects the thresholds whose children break it or
+        leave the node's value bounds ``[min_value, max_value]``.
         """
         n_channels = node_sums.shape[0]
         has_missing = missing[0] > 0
@@ -126,7 +131,13 @@ def _make_scans(proxy, criterion_name):
                     continue
                 gain = _NO_SPLIT
                 if _children_large_enough(left, node_sums, min_samples_leaf):
-                    gain = proxy(left, node_sums, min_weight_leaf)
+                    if (MONOTONE and constraint != 0
+                            and not split_respects_constraint(
+                                classification, left, node_sums, constraint, min_value,
+                                max_value)):
+                        pass
+                    else:
+                        gain = proxy(left, node_sums, min_weight_leaf)
                 if gain > best_gain:
                     best_gain = gain
                     best_bin = bins[i] if i < n_present - 1 else ALL_VALUE_BINS
@@ -245,7 +256,7 @@ def _make_scans(proxy, criterion_name):
 # variance proxy: friedman_mse differs only in the improvement reported for the winner,
 # and absolute_error searches by order statistics instead.
 _SCANS = {
-    name: _make_scans(proxy, name)
+    name: _make_scans(proxy, name, name not in ("variance", "poisson"))
     for name, proxy in (("gini", gini_proxy), ("entropy", entropy_proxy),
                         ("misclassification", misclassification_proxy),
                         ("twoing", twoing_proxy), ("gain_ratio", gain_ratio_proxy),
@@ -270,6 +281,9 @@ ORDER_STATISTICS = False  # absolute_error: splits from order statistics, not hi
 CATEGORICAL = True
 PARALLEL = True
 RANDOM = True
+# Bound to True by split_finder(monotone=True) alone: numeric scans check monotonic
+# constraints (silva.engine.monotone); other fits compile no check.
+MONOTONE = False
 
 
 @nb.njit(cache=True, inline="always")
@@ -437,8 +451,11 @@ def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, u
 @nb.njit(cache=True, inline="always")
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
                      node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
-                     lower, upper, left, scores, bitset, best_left):
-    """Best split of feature ``f`` from its compact histogram.
+                     lower, upper, left, scores, bitset, best_left, constraint, min_value,
+                     max_value):
+    """Best split of feature ``f`` from its compact histogram (``constraint``,
+    ``min_value`` and ``max_value``: its monotonic constraint and the node's value
+    bounds, read by the monotone copy alone).
 
     Returns ``(score, last_left_bin, missing_go_left, is_constant)``; ``bitset`` receives
     the left category set of a categorical split and ``best_left`` the left sums.
@@ -458,17 +475,18 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
             random_position = n_present - 1  # only "missing versus the rest" is left
     return evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums,
                             min_samples_leaf, min_weight_leaf, random_position, left,
-                            best_left)
+                            best_left, constraint, min_value, max_value)
 
 
 @nb.njit(cache=True, inline="always")
 def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-                     min_weight_leaf, random_position, left, best_left):
+                     min_weight_leaf, random_position, left, best_left, constraint, min_value,
+                     max_value):
     """Best threshold of a numeric feature's compact histogram (at ``random_position``
     only, when it is not negative): ``(score, last_left_bin, missing_go_left, False)``."""
     gain, last_left_bin, missing_left = scan_numeric(
         bins, sums, n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-        random_position, left, best_left)
+        random_position, left, best_left, constraint, min_value, max_value)
     return gain, last_left_bin, missing_left, False
 
 
@@ -477,7 +495,7 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
                              missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
                              use_random, seeds, n_classes,
                              lower, upper, out_gain, out_bin, out_missing_left, out_constant,
-                             out_bitsets, out_lefts):
+                             out_bitsets, out_lefts, monotonic_cst, min_value, max_value):
     n_channels = node_sums.shape[0]
     n_bins = hist.shape[1]
     for j in nb.prange(features.shape[0]):
@@ -492,7 +510,8 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
         gain, last_left_bin, missing_left, constant = evaluate_feature(
             criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
             min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
-            left, scores, out_bitsets[j], out_lefts[j],
+            left, scores, out_bitsets[j], out_lefts[j], monotonic_cst[f], min_value,
+            max_value,
         )
         out_gain[j] = gain
         out_bin[j] = last_left_bin
@@ -548,7 +567,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     parent_impurity,
                     root_weight, n_value_bins, is_categorical, missing_bin, lower, upper,
                     min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
-                    n_classes, scratch, out_bitset):
+                    n_classes, scratch, out_bitset, monotonic_cst, min_value, max_value):
     """Best split of the node holding ``sample_indices[start:end]``.
 
     ``bin_codes`` is feature-major and indexed by sample id; ``ordered_codes`` and
@@ -558,7 +577,10 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     from the node's rows. Under absolute_error (which
     histograms cannot serve) each feature is searched from order statistics of ``y`` and
     ``weight`` by :mod:`silva.engine.absolute_error`. ``scratch`` comes from
-    :func:`make_split_scratch`.
+    :func:`make_split_scratch`. ``monotonic_cst`` (int8 per feature) and the node's
+    value bounds ``[min_value, max_value]`` constrain numeric splits in the copy that
+    :func:`split_finder` makes with ``monotone=True`` (:mod:`silva.engine.monotone`);
+    other copies never read them.
 
     Returns ``(improvement, feature, last_left_bin, missing_go_left)``; feature is -1 when
     no split satisfies the leaf constraints. ``out_bitset`` receives the left category
@@ -620,7 +642,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                 criterion, features, hist, n_value_bins, is_categorical, missing_bin,
                 node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds, n_classes,
                 lower, upper, gains, last_bins, missing_lefts,
-                constants, bitsets, lefts,
+                constants, bitsets, lefts, monotonic_cst, min_value, max_value,
             )
             for j in range(batch):
                 n_non_constant += not constants[j]
@@ -641,7 +663,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                             weight, stats[:, 0], missing_bin,
                             parent_impurity * node_weight(criterion, node_sums), root_weight,
                             min_samples_leaf, min_weight_leaf, use_random, seeds[j],
-                            lower[f], upper[f], bitset)
+                            lower[f], upper[f], bitset, monotonic_cst[f], min_value,
+                            max_value)
                     n_non_constant += not constant
                     if gain > best_gain:
                         best_gain = gain
@@ -662,7 +685,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         gain, last_left_bin, missing_left, _ = evaluate_numeric(
                             criterion, scratch_bins, scratch_sums, n_present, missing,
                             node_sums, min_samples_leaf, min_weight_leaf, np.int64(0),
-                            left, feature_left)
+                            left, feature_left, monotonic_cst[f], min_value, max_value)
                 else:
                     if use_histogram:
                         n_present = compact_from_histogram(
@@ -677,7 +700,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         criterion, f, is_categorical[f], scratch_bins, scratch_sums,
                         n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
                         use_random, seeds[j], n_classes, lower, upper, left, scratch_scores,
-                        bitset, feature_left,
+                        bitset, feature_left, monotonic_cst[f], min_value, max_value,
                     )
                 n_non_constant += not constant
                 if gain > best_gain:
@@ -699,7 +722,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-def split_finder(criterion, parallel=True, categorical=True, random=True):
+def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
@@ -709,16 +732,25 @@ def split_finder(criterion, parallel=True, categorical=True, random=True):
     parallel search (the copy searches serially whatever its ``parallel`` argument),
     ``categorical=False`` the category scan (the copy treats every feature as numeric),
     ``random=False`` extra trees' random thresholds (the copy searches the best ones).
+    ``monotone=True`` makes the numeric scans (and absolute_error's order-statistics
+    search) check monotonic constraints.
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
+    bindings = {}
+    if monotone:
+        numeric_scan = specialize(numeric_scan, "monotone", MONOTONE=True)
+        if criterion == ABSOLUTE_ERROR:
+            bindings["evaluate_feature_absolute_error"] = specialize(
+                evaluate_feature_absolute_error, "monotone", MONOTONE=True)
+        suffix += "_monotone"
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
     feature_suffix = variant_suffix(suffix, categorical=categorical, random=random)
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
                          evaluate_numeric=numeric, CATEGORICAL=categorical, RANDOM=random)
-    bindings = {"evaluate_feature": feature, "evaluate_numeric": numeric,
-                "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
-                "RANDOM": random}
+    bindings.update({"evaluate_feature": feature, "evaluate_numeric": numeric,
+                     "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
+                     "RANDOM": random})
     if parallel:
         bindings["_evaluate_dense_parallel"] = specialize(
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)

@@ -65,7 +65,8 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
         np.asarray(y_model, dtype=np.float64), weights,
         np.arange(n_samples, dtype=np.int32),
         seed_from_random_state(np.random.RandomState(random_state)))
-    return grower.compiled_grower(code)(data, rules, samples)
+    unconstrained = np.zeros(data.bin_codes.shape[0], dtype=np.int8)
+    return grower.compiled_grower(code)(data, rules, samples, unconstrained)
 
 
 def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
