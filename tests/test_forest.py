@@ -113,7 +113,7 @@ def test_weighted_bootstrap_forest_regrows_its_inbag_samples():
         assert tree.tree_.n_node_samples[0] == inbag[t].sum()
         assert tree.tree_.weighted_n_node_samples[0] == forest._n_drawn
     assert forest._n_drawn == round(weight.sum())
-    with pytest.raises(ValueError, match="bootstrap must be True, False or 'weighted'"):
+    with pytest.raises(ValueError, match="bootstrap must be True, False, 'poisson' or 'weighted'"):
         RandomForestRegressor(bootstrap="yes").fit(X, y)
 
 

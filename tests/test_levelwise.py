@@ -105,7 +105,7 @@ def test_trees_fit_their_in_bag_rows(classification):
                                           random_state=0).fit(X, y)
     for t, estimator in enumerate(forest.estimators_):
         tree = estimator.tree_
-        inbag = forest._tree_counts(t, X.shape[0]) > 0
+        inbag = forest._tree_weight(forest._tree_seeds[t], np.ones(X.shape[0]), forest._n_drawn) > 0
         assert np.all(estimator.predict(X[inbag]) == y[inbag])
         passing = np.asarray(tree.decision_path(X[inbag]).sum(axis=0)).ravel()
         np.testing.assert_array_equal(passing, tree.n_node_samples)
@@ -118,7 +118,7 @@ def test_root_split_is_the_best_weighted_gini_split():
     X, y = make_classification(200, 6, n_informative=4, random_state=0)
     forest = silva.RandomForestClassifier(n_estimators=1, bootstrap="poisson",
                                           max_features=None, random_state=5).fit(X, y)
-    counts = forest._tree_counts(0, X.shape[0])
+    counts = forest._tree_weight(forest._tree_seeds[0], np.ones(X.shape[0]), forest._n_drawn)
     stump = silva.DecisionTreeClassifier(max_depth=1).fit(X, y, sample_weight=counts)
     inbag = counts > 0
     ours = forest.estimators_[0].tree_
@@ -153,7 +153,7 @@ def test_default_forest_is_unchanged_and_options_checked(classification):
     poisson = silva.RandomForestClassifier(n_estimators=3, random_state=0,
                                            bootstrap="poisson").fit(X, y)
     assert not np.array_equal(default.predict_proba(X), poisson.predict_proba(X))
-    with pytest.raises(ValueError, match='bootstrap must be True, False or "poisson"'):
+    with pytest.raises(ValueError, match="bootstrap must be True, False, 'poisson' or 'weighted'"):
         silva.RandomForestClassifier(bootstrap="yes").fit(X, y)
     with pytest.raises(ValueError, match="max_leaf_nodes"):
         silva.RandomForestClassifier(bootstrap="poisson", max_leaf_nodes=5).fit(X, y)

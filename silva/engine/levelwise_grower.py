@@ -88,6 +88,8 @@ class _TreeBuild:
         # The split search's scratch, rows, the dense histogram it reads (cleared after
         # each node) and the accumulator of node subtractions.
         self.search = search
+        # The split search's monotonic constraints: none (this forest takes none).
+        self.no_constraints = np.zeros(rules.n_value_bins.shape[0], dtype=np.int8)
         self.nodes = []
         self.level = []  # open nodes of the current level: (node id, histogram)
         self.pending = []  # the level's scheduled splits
@@ -139,7 +141,8 @@ class _TreeBuild:
             self.root_weight, r.n_value_bins, r.is_categorical, np.int64(r.missing_bin),
             r.bin_lower, r.bin_upper, np.int64(r.min_samples_leaf), self.min_weight_leaf,
             np.int64(r.max_features), bool(r.use_random), rng_state,
-            np.int64(r.n_classes), scratch, row["bitset"])
+            np.int64(r.n_classes), scratch, row["bitset"], self.no_constraints,
+            -np.inf, np.inf)
         flat[cells] = 0.0
         if feature < 0 or gain + EPSILON < r.min_impurity_decrease:
             row["bitset"][:] = 0
