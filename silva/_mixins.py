@@ -9,6 +9,8 @@
   their base estimator does;
 - :class:`HeterogeneousEnsembleMixin`: nested ``get_params``/``set_params`` for
   ensembles of named models (voting, stacking);
+- :class:`MemberSequenceMixin`: ``len``, indexing and iteration over ``estimators_``, as
+  scikit-learn's ensembles offer;
 - :class:`ExplainMixin`: ``predict(X, pred_contrib=True)`` and
   ``predict(X, pred_interactions=True)`` of tree models (SHAP values, see
   :mod:`silva.explain`).
@@ -72,6 +74,22 @@ class FittedInputMixin:
         check_is_fitted(self, self._fitted_attribute)
         return self._prepare_X(X, reset=False)
 
+
+
+class MemberSequenceMixin:
+    """scikit-learn's ensemble face: ``len(ensemble)``, ``ensemble[i]`` and iteration
+    over the fitted members, ``estimators_``."""
+
+    def __len__(self):
+        """Number of fitted members."""
+        return len(self.estimators_)
+
+    def __getitem__(self, index):
+        """The ``index``-th fitted member (an estimator that predicts)."""
+        return self.estimators_[index]
+
+    def __iter__(self):
+        return iter(self.estimators_)
 
 class FittedTreeMixin(FittedInputMixin):
     """Methods of an estimator whose fitted model is one tree, ``tree_``."""

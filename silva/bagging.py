@@ -43,6 +43,7 @@ from silva._mixins import (
     BaseEstimatorNanMixin,
     ExplainMixin,
     FittedInputMixin,
+    MemberSequenceMixin,
     PredictLogProbaMixin,
     remembered,
 )
@@ -145,8 +146,8 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
     return members
 
 
-class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, PersistenceMixin,
-                  BaseEstimator):
+class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin,
+                  PersistenceMixin, BaseEstimator):
     """Shared fit logic of :class:`BaggingClassifier` and :class:`BaggingRegressor`."""
 
     def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
@@ -275,17 +276,7 @@ class BaseBagging(ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin, Persist
         return self
 
     # ------------------------------------------------- scikit-learn's ensemble face
-    def __len__(self):
-        """Number of fitted members."""
-        return len(self.estimators_)
-
-    def __getitem__(self, index):
-        """The ``index``-th fitted member."""
-        return self.estimators_[index]
-
-    def __iter__(self):
-        return iter(self.estimators_)
-
+    # (len, indexing and iteration: MemberSequenceMixin)
     @property
     def estimator_(self):
         """The (unfitted) estimator the members are clones of: ``estimator``, or the

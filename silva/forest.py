@@ -29,7 +29,12 @@ from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
-from silva._mixins import ExplainMixin, FittedInputMixin, PredictLogProbaMixin
+from silva._mixins import (
+    ExplainMixin,
+    FittedInputMixin,
+    MemberSequenceMixin,
+    PredictLogProbaMixin,
+)
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
 from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
@@ -75,7 +80,8 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
 
-class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator):
+class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, PersistenceMixin,
+                 BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
     _splitter = "best"  # "random" for extra trees
@@ -428,17 +434,7 @@ class BaseForest(ExplainMixin, FittedInputMixin, PersistenceMixin, BaseEstimator
         return estimator
 
     # ------------------------------------------------- scikit-learn's ensemble face
-    def __len__(self):
-        """Number of fitted trees."""
-        return len(self.estimators_)
-
-    def __getitem__(self, index):
-        """The ``index``-th fitted tree (an estimator that predicts)."""
-        return self.estimators_[index]
-
-    def __iter__(self):
-        return iter(self.estimators_)
-
+    # (len, indexing and iteration: MemberSequenceMixin)
     @property
     def estimator(self):
         """The unfitted tree the forest grows copies of, with the forest's tree
