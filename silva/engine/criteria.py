@@ -79,7 +79,7 @@ EPSILON = np.finfo(np.float64).eps
 _LOG_2 = np.log(2.0)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _zero_poisson_sum(sums):
     """Whether a Poisson node's target sum counts as zero: ``sum w y <= EPSILON`` as in
     scikit-learn, with EPSILON taken in the node's mean sample weight ``sum w / n`` (1
@@ -119,7 +119,7 @@ def build_statistics(criterion, y, sample_weight, n_classes):
     return stats
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def node_weight(criterion, sums):
     """Total sample weight of a node from its channel sums."""
     if criterion < SQUARED_ERROR:
@@ -130,7 +130,7 @@ def node_weight(criterion, sums):
     return sums[1]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def impurity(criterion, sums):
     """Impurity of a node from its channel sums (absolute_error: see module docstring)."""
     weight = node_weight(criterion, sums)
@@ -163,7 +163,7 @@ def impurity(criterion, sums):
     return max(sums[3] / weight - mean * mean, 0.0)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def improvement(criterion, parent, left, right, parent_impurity, root_weight):
     """Weighted impurity decrease of splitting ``parent`` into ``left`` and ``right``.
 
@@ -201,7 +201,7 @@ def improvement(criterion, parent, left, right, parent_impurity, root_weight):
 # child weighs less than ``min_weight`` or nothing (or, for Poisson, has a zero mean).
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def gini_proxy(left, parent, min_weight):
     left_weight = 0.0
     right_weight = 0.0
@@ -219,7 +219,7 @@ def gini_proxy(left, parent, min_weight):
     return left_squares / left_weight + right_squares / right_weight
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def entropy_proxy(left, parent, min_weight):
     # sum_k l_k ln(l_k / w_l) = sum_k l_k ln l_k - w_l ln w_l
     left_weight = 0.0
@@ -239,7 +239,7 @@ def entropy_proxy(left, parent, min_weight):
     return score - left_weight * np.log(left_weight) - right_weight * np.log(right_weight)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def misclassification_proxy(left, parent, min_weight):
     left_weight = 0.0
     right_weight = 0.0
@@ -257,7 +257,7 @@ def misclassification_proxy(left, parent, min_weight):
     return largest_left + largest_right
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def twoing_proxy(left, parent, min_weight):
     # p_L p_R / 4 (sum_k |l_k / w_l - r_k / w_r|)^2
     #   = (sum_k |l_k w_r - r_k w_l|)^2 / (4 w^2 w_l w_r); 4 w^2 is the same for every
@@ -276,7 +276,7 @@ def twoing_proxy(left, parent, min_weight):
     return total * total / (left_weight * right_weight)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def gain_ratio_proxy(left, parent, min_weight):
     # In nats and multiplied by w (the ratio is unchanged):
     #   w gain = w ln w - sum_k p_k ln p_k + sum_k (l_k ln l_k + r_k ln r_k)
@@ -309,7 +309,7 @@ def gain_ratio_proxy(left, parent, min_weight):
     return (sizes - parent_terms + children) / sizes
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def variance_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -320,7 +320,7 @@ def variance_proxy(left, parent, min_weight):
     return left_sum * left_sum / left_weight + right_sum * right_sum / right_weight
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def poisson_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -336,7 +336,7 @@ def poisson_proxy(left, parent, min_weight):
             + right_sum * np.log(right_sum / right_weight))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def leaf_value(criterion, sums, out):
     """Write a leaf's prediction: class fractions, or the weighted mean of y."""
     weight = node_weight(criterion, sums)
@@ -347,7 +347,7 @@ def leaf_value(criterion, sums, out):
         out[0] = sums[2] / weight if weight > 0.0 else 0.0
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def category_score(criterion, sums, target_class):
     """Score that orders categories before a categorical split is scanned.
 

@@ -68,7 +68,7 @@ def _make_leaves_loop(walk, leaf, local):
     walk["feature_flags"][leaf] = 0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _leaf(x_row, offset, walk, bitsets):
     """Packed row of the leaf reached by ``x_row`` in the tree whose root is ``offset``.
 
@@ -122,7 +122,7 @@ def _block_rows(n_rows):
     return max(1, -(-n_rows // n_blocks))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _step(X, i, node, offset, walk):
     """The next node of row ``i`` below ``node`` (``node`` itself at a leaf), for trees
     without categorical splits, computed without a branch.
@@ -142,7 +142,7 @@ def _step(X, i, node, offset, walk):
     return offset + np.int64(record.left) + 1 - go_left  # the right child is left + 1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _leaves8(X, i, offset, walk):
     """Leaves of rows ``i`` to ``i + 7`` (trees without categorical splits): eight walks
     interleaved, one step each per round until none moves, so that the eight chains of
@@ -164,7 +164,7 @@ def _leaves8(X, i, offset, walk):
             return n0, n1, n2, n3, n4, n5, n6, n7
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _block_leaves(X, first, last, offset, walk, bitsets, leaves):
     """``leaves[i - first]`` = packed row of the leaf of row ``i`` in the tree rooted at
     ``offset``, for rows ``first..last-1``."""
@@ -180,7 +180,7 @@ def _block_leaves(X, first, last, offset, walk, bitsets, leaves):
         i += 1
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _apply_packed(X, first_tree, last_tree, node_offset, walk, bitsets, block_rows):
     n_rows = X.shape[0]
     leaves = np.empty((n_rows, last_tree - first_tree), dtype=np.int64)
@@ -196,7 +196,7 @@ def _apply_packed(X, first_tree, last_tree, node_offset, walk, bitsets, block_ro
     return leaves
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value, tree_weight,
                     output_column, out, block_rows):
     n_values = value.shape[1]
@@ -217,7 +217,7 @@ def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value,
                     out[i, column + k] += weight * value[leaf, k]
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _out_of_bag(X, y, inbag, is_classification, node_offset, walk, bitsets, value, sums,
                 counts, curve, block_size):
     """Out-of-bag sums of the trees' values per row, and the OOB loss after each tree.
@@ -256,7 +256,7 @@ def _out_of_bag(X, y, inbag, is_classification, node_offset, walk, bitsets, valu
                 curve[b, t, 1] += 1.0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _weighted_quantiles(X, node_offset, walk, bitsets, leaf_offset, node_start, node_end,
                         leaf_samples, leaf_weights, y_rank, y_sorted, quantiles, out):
     """Quantiles of the forest's weighted empirical distribution of y at each row.
@@ -300,7 +300,7 @@ def _weighted_quantiles(X, node_offset, walk, bitsets, leaf_offset, node_start, 
             out[i, q] = answer
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _siblings_adjacent_order(children_left, children_right):
     """Breadth-first renumbering of a tree in which each split's children are adjacent.
 

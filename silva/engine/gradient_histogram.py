@@ -157,7 +157,7 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
     return Workspace(codes, records.view(np.float64), index, histograms, bin_codes)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _fill_sample(s, statistics, stats):
     """The channels ``(1, w_s g_s, w_s h_s, w_s)`` of sample ``s`` into its record (the
     last four columns of the workspace's ``stats``), from ``statistics`` (a
@@ -267,14 +267,14 @@ def has_parallel_passes(n_features, n_samples):
                 and n_features >= 2 * MIN_PART_FEATURES))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _n_blocks(n_rows):
     """Row blocks of a parallel pass over ``n_rows`` rows: a function of the row count
     only, never of the number of threads, so that results do not depend on it."""
     return min(MAX_BLOCKS, max(1, n_rows // BLOCK_ROWS))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics, fill):
     """``hist`` (zeroed first) += the channels of the samples ``index[start:end]``, bin by
     bin, in that order: all four channels, or with a 2-channel ``hist`` the gradient and
@@ -284,7 +284,7 @@ def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistic
                                 np.int64(n_features), statistics, fill)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _histogram_rows_of_features(hist, codes, index, stats, start, end, first_feature,
                                 last_feature, statistics, fill):
     """:func:`_histogram_rows` for the features ``first_feature..last_feature - 1`` only
@@ -313,7 +313,7 @@ def _histogram_rows_of_features(hist, codes, index, stats, start, end, first_fea
                         last_feature)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _histogram_feature_parts(hist, codes, index, stats, start, end, n_features, n_parts,
                              statistics):
     """One pass over the node's samples per thread, each thread adding them to its own
@@ -326,7 +326,7 @@ def _histogram_feature_parts(hist, codes, index, stats, start, end, n_features, 
             (part + 1) * n_features // n_parts, statistics, False)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
                      n_blocks, statistics, fill):
     n_rows = end - start
@@ -335,7 +335,7 @@ def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features
                     start + (k + 1) * n_rows // n_blocks, n_features, statistics, fill)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _subtract(target, source):
     """``target -= source`` for two C-contiguous arrays of one shape, as one flat loop:
     numba's in-place array operator took 8 times longer on a (28, 261, 4) histogram
@@ -346,7 +346,7 @@ def _subtract(target, source):
         target_flat[i] -= source_flat[i]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _add_blocks(f, hist, parts, n_blocks):
     # Blocks in order: the same sums whatever thread computed which block. One flat
     # loop per block: three nested loops over bins and channels took 3.5 times longer.
@@ -357,7 +357,7 @@ def _add_blocks(f, hist, parts, n_blocks):
             target[i] += source[i]
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features, n_blocks,
                       statistics, fill):
     for k in nb.prange(n_blocks):
@@ -367,7 +367,7 @@ def _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features, 
         _add_blocks(f, hist, parts, n_blocks)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads, statistics,
               fill):
     serial = threads <= 1
@@ -394,14 +394,14 @@ def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads,
             _add_blocks(f, hist, parts, n_blocks)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _two_lane_view(hist):
     """The first half of a 4-channel histogram's memory as a 2-channel histogram of the
     same leading shape."""
     return hist.reshape(-1)[:hist.size // 2].reshape(hist.shape[:-1] + (2,))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _widen(hist):
     """In place: the (gradient, hessian) histogram held by :func:`_two_lane_view` of
     ``hist`` becomes the 4-channel ``(hessian, gradient, hessian, hessian)`` one (count
@@ -418,7 +418,7 @@ def _widen(hist):
         flat[N_CHANNELS * e + 3] = hessian
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_features,
                    subtract, threads, two_lanes, statistics, fill):
     """The node's histogram ``hist`` (n_features, n_bins, 4) and, with ``subtract``,

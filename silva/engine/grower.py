@@ -135,7 +135,7 @@ SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not 
 MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compiled only then
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _new_buffers(data, samples):
     n_features = data.bin_codes.shape[0]
     n_channels = samples.stats.shape[1]
@@ -165,7 +165,7 @@ def _new_buffers(data, samples):
         rng_state)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _order_root_samples(data, samples, buffers, root_sums):
     """Copy every sample's codes and channels into the tree's order; sum the channels."""
     n_features = data.bin_codes.shape[0]
@@ -185,7 +185,7 @@ def _order_root_samples(data, samples, buffers, root_sums):
             root_sums[c] += stats[s, c]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _fill_node(row, sums, node_values, rules, y, weight, sample_indices):
     """Fill the new node ``row`` (its sample range, depth and histogram slot already set)
     from its channel ``sums``: impurity, value, weights. Returns ``(splittable,
@@ -218,7 +218,7 @@ def _fill_node(row, sums, node_values, rules, y, weight, sample_indices):
     return splittable, node_impurity
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_left,
                   rules, is_categorical, split_scratch, split_bitset):
     """Keep the split found for ``row`` unless the significance test or
@@ -240,7 +240,7 @@ def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_
     return True
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_bin,
                sample_indices, ordered_codes, code_words, ordered_stats, right_indices,
                right_words, right_stats):
@@ -304,7 +304,7 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
     return n_left, largest_left_bin, smallest_right_bin
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_categorical,
                  missing_bin, bin_lower, bin_upper):
     """Write the node's chosen split as its decision rule."""
@@ -327,7 +327,7 @@ def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_cate
         node_bitset[:] = 0
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
                          scratch_hist, bin_codes, stats, sample_indices,
                          histogram_min_samples, parallel_min_work):
@@ -351,7 +351,7 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
     return pool
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(cache=True, error_model="numpy", nogil=True)
 def grow_tree(data, rules, samples, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
     place (each node's samples contiguous, as the node table's ranges say).

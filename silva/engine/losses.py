@@ -80,14 +80,14 @@ _MAX_EXP = 700.0
 
 
 # ---------------------------------------------------------------- compiled kernels
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _squared_error_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         grad[i, 0] = raw[i, 0] - y[i]
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _absolute_error_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         r = raw[i, 0] - y[i]
@@ -95,7 +95,7 @@ def _absolute_error_gh(y, raw, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _huber_gh(y, raw, delta, grad, hess):
     for i in nb.prange(y.shape[0]):
         r = raw[i, 0] - y[i]
@@ -106,7 +106,7 @@ def _huber_gh(y, raw, delta, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _quantile_gh(y, raw, alpha, grad, hess):
     for i in nb.prange(y.shape[0]):
         # dL/dF: -alpha where y > F (under-prediction), 1 - alpha where y < F.
@@ -114,7 +114,7 @@ def _quantile_gh(y, raw, alpha, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _poisson_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         mu = exp(min(raw[i, 0], _MAX_EXP))
@@ -122,7 +122,7 @@ def _poisson_gh(y, raw, grad, hess):
         hess[i, 0] = mu
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _gamma_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         t = y[i] * exp(min(-raw[i, 0], _MAX_EXP))
@@ -130,7 +130,7 @@ def _gamma_gh(y, raw, grad, hess):
         hess[i, 0] = t
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _tweedie_gh(y, raw, power, grad, hess):
     for i in nb.prange(y.shape[0]):
         f = min(max(raw[i, 0], -_MAX_EXP), _MAX_EXP)
@@ -140,7 +140,7 @@ def _tweedie_gh(y, raw, power, grad, hess):
         hess[i, 0] = -y[i] * (1.0 - power) * a + (2.0 - power) * b
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _sigmoid(f):
     """``1 / (1 + e^-f)`` without overflow: ``1 / (1 + e)`` for ``f >= 0`` and ``e / (1 +
     e)`` below, with ``e = exp(-|f|)``. The two cases are blended by arithmetic, not a
@@ -151,7 +151,7 @@ def _sigmoid(f):
     return (positive + (1.0 - positive) * e) / (1.0 + e)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _binary_log_loss_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         p = _sigmoid(raw[i, 0])
@@ -159,7 +159,7 @@ def _binary_log_loss_gh(y, raw, grad, hess):
         hess[i, 0] = p * (1.0 - p)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _multinomial_gh(y, raw, grad, hess):
     # Class by class, each a parallel loop along a column of the column-major raw, grad
     # and hess, so that the loops vectorise (exp included): sample by sample, the loop
@@ -184,7 +184,7 @@ def _multinomial_gh(y, raw, grad, hess):
             hess[i, k] = factor * p * (1.0 - p)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _exponential_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         sign = 2.0 * y[i] - 1.0
@@ -193,7 +193,7 @@ def _exponential_gh(y, raw, grad, hess):
         hess[i, 0] = e
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _pointwise_loss(code, param, y, raw, out):
     """``out[i] = L(y_i, F_i)`` for the built-in loss ``code`` (``SQUARED_ERROR`` ...
     ``EXPONENTIAL``); ``param`` is Huber's delta, the quantile or the Tweedie power."""
@@ -233,7 +233,7 @@ def _pointwise_loss(code, param, y, raw, out):
             out[i] = np.exp(min(-(2.0 * y[i] - 1.0) * f, _MAX_EXP))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _weighted_quantile_sorted(values, weights, alpha):
     """Lower weighted ``alpha``-quantile of ``values`` (sorted ascending)."""
     total = 0.0
@@ -248,7 +248,7 @@ def _weighted_quantile_sorted(values, weights, alpha):
     return values[values.shape[0] - 1]
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_start,
                      leaf_end, out):
     """Line-search leaf values from the residuals ``r = y - raw`` of each leaf's samples.

@@ -66,7 +66,7 @@ _MISSING = -1
 _UNSEEN = -2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def entropy_bits(counts):
     """Entropy in bits of a vector of (weighted) class counts; 0 for an empty vector."""
     total = 0.0
@@ -82,7 +82,7 @@ def entropy_bits(counts):
     return h / _LOG_2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _split_info_term(weight, total):
     if weight <= 0.0:
         return 0.0
@@ -90,7 +90,7 @@ def _split_info_term(weight, total):
     return -p * np.log(p) / _LOG_2
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def id3_gains(codes, sample_indices, y, weights, n_classes, n_codes, allowed):
     """Information gain in bits of the multiway split on each feature at one node.
 
@@ -135,7 +135,7 @@ def id3_gains(codes, sample_indices, y, weights, n_classes, n_codes, allowed):
     return gains
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _largest_at_most(grid, n, value):
     """Largest of ``grid[:n]`` (sorted, increasing) that is ``<= value``."""
     lo = 0
@@ -149,7 +149,7 @@ def _largest_at_most(grid, n, value):
     return grid[lo - 1]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _c45_feature(X, f, sample_indices, node_weights, y, n_classes, is_categorical, n_values,
                  min_objects, value_grid, n_grid, total):
     """C4.5's ``(gain, split_info, threshold)`` of feature ``f`` at one node (see
@@ -224,7 +224,7 @@ def _c45_feature(X, f, sample_indices, node_weights, y, n_classes, is_categorica
     return known / total * best, info, threshold
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _c45_features_parallel(X, sample_indices, node_weights, y, n_classes, is_categorical,
                            n_values, allowed, min_objects, value_grid, n_grid, total, gain,
                            split_info, threshold):
@@ -239,7 +239,7 @@ def _c45_features_parallel(X, sample_indices, node_weights, y, n_classes, is_cat
                 n_values, min_objects, value_grid, n_grid, total)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def c45_evaluate(X, sample_indices, node_weights, y, n_classes, is_categorical, n_values,
                  allowed, min_objects, value_grid, n_grid, parallel_min_work):
     """C4.5's information gain and split information of every feature at one node.
@@ -297,7 +297,7 @@ def c45_evaluate(X, sample_indices, node_weights, y, n_classes, is_categorical, 
     return gain, split_info, threshold
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _branch(x, node, kind, feature, threshold, n_branches, bin_edges, n_bin_edges):
     """Branch index of value ``x`` at ``node``; _MISSING for NaN, _UNSEEN for a category
     code that has no branch (negative, non-integer, or beyond the codes seen at fit)."""
@@ -322,7 +322,7 @@ def _branch(x, node, kind, feature, threshold, n_branches, bin_edges, n_bin_edge
     return np.int64(x)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def predict_proba_multiway(X, kind, feature, threshold, first_branch, n_branches,
                            branch_child, branch_fraction, missing_child, blend_missing,
                            bin_edges, n_bin_edges, value):
@@ -385,7 +385,7 @@ def predict_proba_multiway(X, kind, feature, threshold, first_branch, n_branches
     return out
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def apply_multiway(X, kind, feature, threshold, first_branch, n_branches, branch_child,
                    missing_child, bin_edges, n_bin_edges):
     """The node where each row's single path ends: a leaf, or the first inner node whose
@@ -410,7 +410,7 @@ def apply_multiway(X, kind, feature, threshold, first_branch, n_branches, branch
     return out
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def pessimistic_prune(kind, first_branch, n_branches, branch_child, missing_child,
                       leaf_errors):
     """C4.5's error-based pruning by subtree replacement (Quinlan 1993, sec. 4.2).
@@ -459,7 +459,7 @@ def branch_class_table(branch, y, weights, n_branches, n_classes):
                        minlength=n_branches * n_classes).reshape(n_branches, n_classes)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def contingency_chi2(table):
     """Pearson's chi-square test of independence of the rows and columns of ``table``.
 

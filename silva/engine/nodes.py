@@ -114,7 +114,7 @@ def decision_arrays(table):
     }
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def new_pending(n_channels):
     """Two pending-node records, reset, and their channel sums (2, n_channels)."""
     pending = np.zeros(2, dtype=PENDING)
@@ -125,7 +125,7 @@ def new_pending(n_channels):
     return pending, np.zeros((2, n_channels))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def grow_records(table, n_rows):
     """``table`` with room for ``n_rows`` records: itself, or a copy of twice the capacity
     (or ``n_rows``), the new records zeroed."""
@@ -137,7 +137,7 @@ def grow_records(table, n_rows):
     return grown
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def grow_rows(array, n_rows):
     """The 2-D per-node ``array`` with room for ``n_rows`` rows, as :func:`grow_records`."""
     capacity = array.shape[0]
@@ -148,7 +148,7 @@ def grow_rows(array, n_rows):
     return grown
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def aligned_histograms(n_slots, n_features, n_bins, n_channels):
     """Empty histograms (n_slots, n_features, n_bins, n_channels) on a 64-byte boundary, so
     that no 32-byte (feature, bin) entry straddles two cache lines (an unaligned pool made
@@ -159,7 +159,7 @@ def aligned_histograms(n_slots, n_features, n_bins, n_channels):
     return buffer[offset:offset + size].reshape((n_slots, n_features, n_bins, n_channels))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def take_slot(pool, free_slots):
     """``(pool, slot)``: a free histogram slot, the pool doubled when none is left (the
     new slots go to the free list, lowest first out)."""
@@ -175,7 +175,7 @@ def take_slot(pool, free_slots):
     return grown, n_slots
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def release_slot(row, free_slots):
     """Return a node's histogram slot to the pool (a node that will not be split)."""
     if row.hist_slot >= 0:
@@ -183,7 +183,7 @@ def release_slot(row, free_slots):
         row.hist_slot = -1
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots):
     """Decide where the two children's histograms come from; ``pending[c].needs_histogram``
     says which children want one.
@@ -217,7 +217,7 @@ def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, fr
     return pool, smaller, NO_HISTOGRAM, False
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def new_frontier():
     """An empty frontier: a list of ``(key, node)`` and the head of its queue."""
     # numba types a list by its first element: start with one, then empty it.
@@ -226,7 +226,7 @@ def new_frontier():
     return items, np.zeros(1, dtype=np.int64)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def push_frontier(items, head, order, gain, node):
     """Add ``node`` (whose best split gains ``gain``) to the frontier: a binary heap keyed
     by ``-gain`` for best-first (ties: the lower node id), a stack for depth-first (the
@@ -238,7 +238,7 @@ def push_frontier(items, head, order, gain, node):
         items.append((-gain, node))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def pop_frontier(items, head, order):
     """The next node to split, or -1 when the frontier is empty."""
     if HEAP and order == BEST_FIRST:

@@ -16,7 +16,7 @@ _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _mix(z):
     """SplitMix64's output function of an advanced state ``z``."""
     z = (z ^ (z >> np.uint64(30))) * _MIX_1
@@ -24,20 +24,20 @@ def _mix(z):
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def next_uint64(state):
     """Advance ``state`` (a length-1 uint64 array) and return the next 64-bit draw."""
     state[0] += _GOLDEN_GAMMA
     return _mix(state[0])
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def uniform(state):
     """A float64 drawn uniformly from [0, 1), from the top 53 bits of a draw."""
     return np.float64(next_uint64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def first_uniform(seed):
     """:func:`uniform`'s first draw from a state set to ``seed``, without the state array
     (whose allocation, once per feature of every node, was a third of an extra-trees fit).
@@ -46,7 +46,7 @@ def first_uniform(seed):
         1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def randint(state, high):
     """An integer drawn uniformly from [0, high); ``high`` must be positive."""
     return np.int64(uniform(state) * high)

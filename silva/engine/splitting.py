@@ -67,7 +67,7 @@ from silva.engine.specialize import specialize
 _NO_SPLIT = -np.inf
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _children_large_enough(left, node_sums, min_samples_leaf):
     """Both children of the candidate hold at least ``min_samples_leaf`` samples."""
     return left[0] >= min_samples_leaf and node_sums[0] - left[0] >= min_samples_leaf
@@ -78,7 +78,7 @@ def _children_large_enough(left, node_sums, min_samples_leaf):
 # candidate against 6, measured).
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _category_order(criterion, bins, sums, n_entries, target_class, scores):
     """Entries (categories) sorted by their score, stably (see criteria.category_score)."""
     for e in range(n_entries):
@@ -248,7 +248,8 @@ def _make_scans(proxy, criterion_name, classification):
     for scan in (scan_numeric, scan_categorical):
         # A name of its own per criterion, so that numba caches each copy apart.
         scan.__name__ = scan.__qualname__ = f"{scan.__name__}_{criterion_name}"
-        scans.append(nb.njit(cache=True)(scan))
+        options = {"inline": "always"} if scan is scan_numeric else {}
+        scans.append(nb.njit(cache=True, error_model="numpy", **options)(scan))
     return scans
 
 
@@ -286,7 +287,7 @@ RANDOM = True
 MONOTONE = False
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def compact_from_histogram(hist_f, n_value_bins, missing_bin, bins, sums, missing):
     """Compact histogram of one feature from its dense histogram; returns n_present."""
     n_channels = hist_f.shape[1]
@@ -313,7 +314,7 @@ for _bit in range(64):
     _DE_BRUIJN_POSITION[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def compact_from_samples(node_codes, f, node_stats, missing_bin,
                          accumulator, present_bitmap, bins, sums, missing):
     """Compact histogram of one feature straight from the node's samples; returns n_present.
@@ -359,7 +360,7 @@ def compact_from_samples(node_codes, f, node_stats, missing_bin,
     return n_present
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _random_threshold(lower_f, upper_f, low_bin, high_bin, seed):
     """Extra trees' threshold, drawn uniformly between the smallest value of bin
     ``low_bin`` and the largest of bin ``high_bin`` (the node's value range)."""
@@ -367,7 +368,7 @@ def _random_threshold(lower_f, upper_f, low_bin, high_bin, seed):
     return low + first_uniform(seed) * (upper_f[high_bin] - low)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
     """Extra trees: index of the last bin left of a threshold drawn uniformly in the
     node's value range; -1 when the feature is constant in the node."""
@@ -381,7 +382,7 @@ def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
     return position
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, upper_f, seed,
                               bins, sums, missing):
     """Extra trees on a numeric feature: the compact histogram that the random scan needs,
@@ -448,7 +449,7 @@ def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, u
     return 2
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
                      node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
                      lower, upper, left, scores, bitset, best_left, constraint, min_value,
@@ -460,25 +461,52 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
     Returns ``(score, last_left_bin, missing_go_left, is_constant)``; ``bitset`` receives
     the left category set of a categorical split and ``best_left`` the left sums.
     """
-    is_constant = n_present + (1 if missing[0] > 0 else 0) < 2
-    if is_constant:
-        return _NO_SPLIT, -1, False, True
     if CATEGORICAL and is_categorical_f:
+        if _is_constant(n_present, missing):
+            return _NO_SPLIT, -1, False, True
         gain, missing_left = scan_categorical(
             criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
             min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
         return gain, -1, missing_left, False
-    random_position = -1
-    if RANDOM and use_random:
-        random_position = _random_numeric_position(bins, n_present, lower[f], upper[f], seed)
-        if random_position < 0:
-            random_position = n_present - 1  # only "missing versus the rest" is left
+    return evaluate_numeric_feature(
+        criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+        min_weight_leaf, _scan_position(use_random, bins, n_present, lower[f], upper[f], seed),
+        left, best_left, constraint, min_value, max_value)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _is_constant(n_present, missing):
+    """A feature with fewer than two distinct states in the node (value bins, and the
+    missing bin if it holds samples) cannot split it."""
+    return n_present + (1 if missing[0] > 0 else 0) < 2
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _scan_position(use_random, bins, n_present, lower_f, upper_f, seed):
+    """The one position extra trees scan (see :func:`_random_numeric_position`), or -1
+    (every position) for the best splitter."""
+    if not (RANDOM and use_random):
+        return np.int64(-1)
+    position = _random_numeric_position(bins, n_present, lower_f, upper_f, seed)
+    if position < 0:
+        position = n_present - 1  # only "missing versus the rest" is left
+    return position
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def evaluate_numeric_feature(criterion, bins, sums, n_present, missing, node_sums,
+                             min_samples_leaf, min_weight_leaf, random_position, left,
+                             best_left, constraint, min_value, max_value):
+    """:func:`evaluate_numeric` for a feature that may be constant in the node:
+    ``(score, last_left_bin, missing_go_left, is_constant)``."""
+    if _is_constant(n_present, missing):
+        return _NO_SPLIT, -1, False, True
     return evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums,
                             min_samples_leaf, min_weight_leaf, random_position, left,
                             best_left, constraint, min_value, max_value)
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
                      min_weight_leaf, random_position, left, best_left, constraint, min_value,
                      max_value):
@@ -490,7 +518,7 @@ def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_s
     return gain, last_left_bin, missing_left, False
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categorical,
                              missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
                              use_random, seeds, n_classes,
@@ -536,7 +564,7 @@ SplitScratch = namedtuple("SplitScratch", [
 _MISSING, _LEFT, _RIGHT, _FEATURE_LEFT, _NODE_LEFT = range(5)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def make_split_scratch(n_features, n_bins, n_channels, n_words):
     """A :class:`SplitScratch` for nodes of ``n_features`` features and ``n_bins`` bins."""
     return SplitScratch(
@@ -552,7 +580,7 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
     )
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def winning_left_sums(scratch):
     """Channel sums of the left child of the split :func:`find_node_split` last returned.
 
@@ -561,7 +589,82 @@ def winning_left_sums(scratch):
     return scratch.side_sums[_NODE_LEFT]
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _any_categorical(is_categorical, features):
+    for f in features:
+        if is_categorical[f]:
+            return True
+    return False
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def search_numeric_features(criterion, features, seeds, use_random, use_histogram, hist,
+                            n_value_bins, ordered_codes, ordered_stats, start, end,
+                            missing_bin, lower, upper, node_sums, min_samples_leaf,
+                            min_weight_leaf, monotonic_cst, min_value, max_value, scratch,
+                            best_gain, best_feature, best_bin, best_missing_left):
+    """The serial search of :func:`find_node_split` over numeric ``features`` (with their
+    random ``seeds``), in order, continuing from the best split so far
+    (``best_gain``, ``best_feature``, ``best_bin``, ``best_missing_left``; its left sums
+    in ``scratch``'s node-left row). Returns the best split after them and how many of
+    them are not constant in the node.
+
+    Each feature's compact histogram comes from the node's dense histogram
+    (``use_histogram``) or straight from its rows (extra trees' two-entry one, or every
+    present bin), and is scanned at every position, or at the random one.
+
+    Why a function of its own, compiled without numba's reference counting
+    (``_nrt=False``): numba counts references to every array a step is given or a view
+    it makes, with an atomic add and subtract, and drops the pairs only in simple
+    functions. In :func:`find_node_split` they stayed, about twenty pairs per feature of
+    every node, and an extra-trees regressor spent about half its fit on them (profiled
+    with ``perf``). This function allocates nothing and returns no array, so the counts
+    guard nothing here; numba refuses to compile it if it ever calls a function that
+    allocates. ``error_model="numpy"`` (all the engine's kernels) drops Python's
+    zero-division checks, whose raising paths also kept the counts.
+    """
+    node_codes = ordered_codes[start:end]
+    node_stats = ordered_stats[start:end]
+    bins = scratch.bins
+    sums = scratch.sums
+    missing = scratch.side_sums[_MISSING]
+    left = scratch.side_sums[_LEFT]
+    feature_left = scratch.side_sums[_FEATURE_LEFT]
+    node_left = scratch.side_sums[_NODE_LEFT]
+    n_non_constant = 0
+    for j in range(features.shape[0]):
+        f = features[j]
+        if RANDOM and use_random and not use_histogram:
+            # Extra trees straight from the rows: no per-bin histogram.
+            n_present = random_split_from_samples(
+                node_codes, f, node_stats, missing_bin, lower[f], upper[f], seeds[j], bins,
+                sums, missing)
+            position = np.int64(0)
+        else:
+            if use_histogram:
+                n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin,
+                                                   bins, sums, missing)
+            else:
+                n_present = compact_from_samples(node_codes, f, node_stats, missing_bin,
+                                                 scratch.accumulator, scratch.present, bins,
+                                                 sums, missing)
+            position = _scan_position(use_random, bins, n_present, lower[f], upper[f],
+                                      seeds[j])
+        gain, last_left_bin, missing_left, constant = evaluate_numeric_feature(
+            criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
+            min_weight_leaf, position, left, feature_left, monotonic_cst[f], min_value,
+            max_value)
+        n_non_constant += not constant
+        if gain > best_gain:
+            best_gain = gain
+            best_feature = f
+            best_bin = last_left_bin
+            best_missing_left = missing_left
+            copy_vector(node_left, feature_left)
+    return best_gain, best_feature, best_bin, best_missing_left, n_non_constant
+
+
+@nb.njit(cache=True, error_model="numpy")
 def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered_codes,
                     ordered_stats, stats, y, weight, sample_indices, start, end, node_sums,
                     parent_impurity,
@@ -653,55 +756,64 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_missing_left = missing_lefts[j]
                     copy_vector(out_bitset, bitsets[j])
                     copy_vector(node_left, lefts[j])
-        else:
+        elif ORDER_STATISTICS:
             for j in range(batch):
                 f = features[j]
-                if ORDER_STATISTICS:
-                    gain, last_left_bin, missing_left, constant = \
-                        evaluate_feature_absolute_error(
-                            bin_codes[f], is_categorical[f], sample_indices, start, end, y,
-                            weight, stats[:, 0], missing_bin,
-                            parent_impurity * node_weight(criterion, node_sums), root_weight,
-                            min_samples_leaf, min_weight_leaf, use_random, seeds[j],
-                            lower[f], upper[f], bitset, monotonic_cst[f], min_value,
-                            max_value)
-                    n_non_constant += not constant
-                    if gain > best_gain:
-                        best_gain = gain
-                        best_feature = f
-                        best_bin = last_left_bin
-                        best_missing_left = missing_left
-                        if is_categorical[f]:
-                            copy_vector(out_bitset, bitset)
+                gain, last_left_bin, missing_left, constant = \
+                    evaluate_feature_absolute_error(
+                        bin_codes[f], is_categorical[f], sample_indices, start, end, y,
+                        weight, stats[:, 0], missing_bin,
+                        parent_impurity * node_weight(criterion, node_sums), root_weight,
+                        min_samples_leaf, min_weight_leaf, use_random, seeds[j],
+                        lower[f], upper[f], bitset, monotonic_cst[f], min_value,
+                        max_value)
+                n_non_constant += not constant
+                if gain > best_gain:
+                    best_gain = gain
+                    best_feature = f
+                    best_bin = last_left_bin
+                    best_missing_left = missing_left
+                    if is_categorical[f]:
+                        copy_vector(out_bitset, bitset)
+        elif not (CATEGORICAL and _any_categorical(is_categorical, features)):
+            best_gain, best_feature, best_bin, best_missing_left, batch_non_constant = \
+                search_numeric_features(
+                    criterion, features, seeds, use_random, use_histogram, hist,
+                    n_value_bins, ordered_codes, ordered_stats, start, end, missing_bin,
+                    lower, upper, node_sums, min_samples_leaf, min_weight_leaf,
+                    monotonic_cst, min_value, max_value, scratch, best_gain, best_feature,
+                    best_bin, best_missing_left)
+            n_non_constant += batch_non_constant
+        else:
+            # A batch with categorical features: one feature at a time, in order.
+            for j in range(batch):
+                f = features[j]
+                if not is_categorical[f]:
+                    best_gain, best_feature, best_bin, best_missing_left, non_constant = \
+                        search_numeric_features(
+                            criterion, features[j:j + 1], seeds[j:j + 1], use_random,
+                            use_histogram, hist, n_value_bins, ordered_codes,
+                            ordered_stats, start, end, missing_bin, lower, upper,
+                            node_sums, min_samples_leaf, min_weight_leaf, monotonic_cst,
+                            min_value, max_value, scratch, best_gain, best_feature,
+                            best_bin, best_missing_left)
+                    n_non_constant += non_constant
                     continue
-                if RANDOM and use_random and not use_histogram and not is_categorical[f]:
-                    # Extra trees straight from the rows: no per-bin histogram.
-                    n_present = random_split_from_samples(
-                        node_codes, f, node_stats, missing_bin, lower[f], upper[f], seeds[j],
-                        scratch_bins, scratch_sums, missing)
-                    constant = n_present + (1 if missing[0] > 0 else 0) < 2
-                    gain, last_left_bin, missing_left = _NO_SPLIT, -1, False
-                    if not constant:
-                        gain, last_left_bin, missing_left, _ = evaluate_numeric(
-                            criterion, scratch_bins, scratch_sums, n_present, missing,
-                            node_sums, min_samples_leaf, min_weight_leaf, np.int64(0),
-                            left, feature_left, monotonic_cst[f], min_value, max_value)
+                if use_histogram:
+                    n_present = compact_from_histogram(
+                        hist[f], n_value_bins[f], missing_bin, scratch_bins, scratch_sums,
+                        missing)
                 else:
-                    if use_histogram:
-                        n_present = compact_from_histogram(
-                            hist[f], n_value_bins[f], missing_bin, scratch_bins, scratch_sums,
-                            missing)
-                    else:
-                        n_present = compact_from_samples(
-                            node_codes, f, node_stats, missing_bin,
-                            accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
-                        )
-                    gain, last_left_bin, missing_left, constant = evaluate_feature(
-                        criterion, f, is_categorical[f], scratch_bins, scratch_sums,
-                        n_present, missing, node_sums, min_samples_leaf, min_weight_leaf,
-                        use_random, seeds[j], n_classes, lower, upper, left, scratch_scores,
-                        bitset, feature_left, monotonic_cst[f], min_value, max_value,
+                    n_present = compact_from_samples(
+                        node_codes, f, node_stats, missing_bin,
+                        accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
                     )
+                gain, last_left_bin, missing_left, constant = evaluate_feature(
+                    criterion, f, True, scratch_bins, scratch_sums, n_present, missing,
+                    node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds[j],
+                    n_classes, lower, upper, left, scratch_scores, bitset, feature_left,
+                    monotonic_cst[f], min_value, max_value,
+                )
                 n_non_constant += not constant
                 if gain > best_gain:
                     best_gain = gain
@@ -709,8 +821,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_bin = last_left_bin
                     best_missing_left = missing_left
                     copy_vector(node_left, feature_left)
-                    if is_categorical[f]:
-                        copy_vector(out_bitset, bitset)
+                    copy_vector(out_bitset, bitset)
         n_visited += batch
     if best_feature < 0 or ORDER_STATISTICS:
         return best_gain, best_feature, best_bin, best_missing_left
@@ -745,12 +856,18 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
                 evaluate_feature_absolute_error, "monotone", MONOTONE=True)
         suffix += "_monotone"
     numeric = specialize(evaluate_numeric, suffix, scan_numeric=numeric_scan)
+    numeric_feature = specialize(evaluate_numeric_feature, suffix, evaluate_numeric=numeric)
     feature_suffix = variant_suffix(suffix, categorical=categorical, random=random)
+    position = specialize(_scan_position, feature_suffix, RANDOM=random)
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
-                         evaluate_numeric=numeric, CATEGORICAL=categorical, RANDOM=random)
-    bindings.update({"evaluate_feature": feature, "evaluate_numeric": numeric,
+                         evaluate_numeric_feature=numeric_feature, _scan_position=position,
+                         CATEGORICAL=categorical)
+    numeric_search = specialize(search_numeric_features, feature_suffix,
+                                evaluate_numeric_feature=numeric_feature,
+                                _scan_position=position, RANDOM=random)
+    bindings.update({"evaluate_feature": feature, "search_numeric_features": numeric_search,
                      "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
-                     "RANDOM": random})
+                     "CATEGORICAL": categorical})
     if parallel:
         bindings["_evaluate_dense_parallel"] = specialize(
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)

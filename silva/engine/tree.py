@@ -28,7 +28,7 @@ from silva.engine.nodes import decision_arrays
 from silva.engine.tree_interface import Split
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
     if np.isnan(x):
         return missing_go_left[node] != 0
@@ -42,7 +42,7 @@ def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
     return x <= threshold[node]
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _child(x_row, node, children_left, children_right, feature, threshold, missing_go_left,
            is_categorical, bitsets):
     if _goes_left(x_row[feature[node]], node, threshold, missing_go_left, is_categorical,
@@ -57,7 +57,7 @@ def _child(x_row, node, children_left, children_right, feature, threshold, missi
 PARALLEL_MIN_ROWS = 4096
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _leaf_of_row(x_row, children_left, children_right, feature, threshold, missing_go_left,
                  is_categorical, bitsets):
     node = 0
@@ -67,7 +67,7 @@ def _leaf_of_row(x_row, children_left, children_right, feature, threshold, missi
     return node
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def apply_tree(X, children_left, children_right, feature, threshold, missing_go_left,
                is_categorical, bitsets):
     """Leaf id reached by each row of X (parallel over rows)."""
@@ -78,7 +78,7 @@ def apply_tree(X, children_left, children_right, feature, threshold, missing_go_
     return leaves
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def apply_tree_serial(X, children_left, children_right, feature, threshold, missing_go_left,
                       is_categorical, bitsets):
     """:func:`apply_tree` on the calling thread, for a few rows.
@@ -109,7 +109,7 @@ def apply_tree_serial(X, children_left, children_right, feature, threshold, miss
     return leaves
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True)
 def _decision_paths(X, children_left, children_right, feature, threshold, missing_go_left,
                     is_categorical, bitsets, node_depth):
     """CSR ``(indptr, indices)`` of the nodes each row visits, root first.
@@ -135,7 +135,7 @@ def _decision_paths(X, children_left, children_right, feature, threshold, missin
     return indptr, indices
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def _node_depths(children_left, children_right):
     depth = np.zeros(children_left.shape[0], dtype=np.int64)
     # Children are always created after their parent, so ids increase down the tree.

@@ -84,7 +84,7 @@ def _float_of(typingctx, bits):
 _SHIFTER_BITS = int(np.float64(ROUNDING_SHIFTER).view(np.int64))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def exp(x):
     """``e**x`` for a float64 ``x`` (see the module docstring)."""
     # Comparisons rather than min/max, so that NaN takes the lower bound here (and is
