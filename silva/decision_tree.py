@@ -57,8 +57,8 @@ def regression_inputs(estimator, X, y, sample_weight):
     Returns ``(criterion_code, X, y, sample_weight, offset)``: y as finite float64, and
     ``offset`` the weighted mean of y that the trees subtract before growing (0 for
     poisson and absolute_error). A 2-D y of several columns gives the multi-output
-    criterion code, y (n_samples, n_outputs) and one offset per output. Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w)
-    accurate for large |y|.
+    criterion code, y (n_samples, n_outputs) and one offset per output. Centring y
+    keeps sum(w y^2) - (sum(w y))^2 / sum(w) accurate for large |y|.
     """
     code = _input.criterion_code(estimator.criterion, criteria.REGRESSION_CRITERIA)
     X, y = estimator._prepare_X_y(X, y)
