@@ -619,6 +619,13 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         :mod:`silva._multi_output`)."""
         code = _multi_output.check_options(self, code, y.shape[1])
         classes, y_encoded = _multi_output.classification_targets(y)
+        if self.oob_score and any(len(c) > 2 for c in classes):
+            # scikit-learn's rule and first sentence: the out-of-bag score is computed on
+            # the joint argmax of every output, defined for multilabel targets only.
+            raise ValueError("The type of target cannot be used to compute OOB estimates: "
+                             f"{type(self).__name__} computes out-of-bag estimates for "
+                             "multi-output y only when every output has at most 2 classes "
+                             "(multilabel-indicator); this y is multiclass-multioutput.")
         if self.warm_start and hasattr(self, "classes_") and not (
                 isinstance(self.classes_, list) and len(self.classes_) == len(classes)
                 and all(np.array_equal(a, b) for a, b in zip(self.classes_, classes,
@@ -640,17 +647,16 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
 
     def _compute_multi_output_oob(self, X, y):
         """scikit-learn's multi-output out-of-bag results: ``oob_decision_function_``
-        (n_samples, max n_classes, n_outputs) and ``oob_score_`` the mean over the
-        outputs of the accuracy (on the class indices)."""
+        (n_samples, max n_classes, n_outputs) and ``oob_score_`` scored on the (n_samples,
+        n_outputs) class indices of highest out-of-bag probability (the accuracy of whole
+        rows by default, as ``score`` gives it)."""
         sums, counts = self._multi_output_oob_sums(X)
         covered = oob_covered(counts, minimum=1)
         decision = np.full(sums.shape, np.nan)
         decision[covered] = sums[covered] / counts[covered, None, None]
         self.oob_decision_function_ = decision.transpose(0, 2, 1)
-        scorer = self._oob_scorer(accuracy_score)
-        self.oob_score_ = float(np.mean([
-            scorer(y[covered, o], np.argmax(decision[covered, o, :k], axis=1))
-            for o, k in enumerate(self.n_classes_)]))
+        self.oob_score_ = self._oob_scorer(accuracy_score)(
+            y[covered], np.argmax(decision[covered], axis=2))
         self.__dict__.pop("oob_curve_", None)
 
     def _compute_oob(self, X, y, sample_weight):
