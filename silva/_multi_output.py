@@ -146,3 +146,12 @@ def predict_classes(probabilities, classes):
                for p, output_classes in zip(probabilities, classes, strict=True)]
     return np.stack(columns, axis=1) if len({c.dtype for c in columns}) == 1 else \
         np.array(columns, dtype=object).T
+
+
+def refuse(model, what):
+    """A ValueError naming ``what`` (an export, SHAP values, ...) when ``model`` (an
+    estimator or a tree) is multi-output: those readers know one output per tree."""
+    n_outputs = getattr(model, "n_outputs_", getattr(model, "n_outputs", 1))
+    if isinstance(n_outputs, int | np.integer) and n_outputs > 1:
+        raise ValueError(f"{what} does not support multi-output models: this "
+                         f"{type(model).__name__} has {n_outputs} outputs.")

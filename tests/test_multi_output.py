@@ -368,3 +368,20 @@ def test_tags_say_multi_output():
     for estimator in (DecisionTreeClassifier(), DecisionTreeRegressor(),
                       RandomForestClassifier(), ExtraTreesRegressor()):
         assert estimator.__sklearn_tags__().target_tags.multi_output
+
+
+def test_readers_of_one_output_refuse_multi_output_models():
+    from silva import export_text
+    from silva.additive_trees import additive_model
+    from silva.tree_walk import iter_trees
+
+    X, Y = regression_data(2)
+    model = DecisionTreeRegressor(max_depth=2).fit(X, Y)
+    with pytest.raises(ValueError, match="export_text.*multi-output.*2 outputs"):
+        export_text(model)
+    with pytest.raises(ValueError, match="SHAP values.*multi-output"):
+        model.predict(X, pred_contrib=True)
+    with pytest.raises(ValueError, match="ONNX or Treelite.*multi-output"):
+        additive_model(model)
+    with pytest.raises(ValueError, match="reading the trees.*multi-output"):
+        list(iter_trees(RandomForestRegressor(n_estimators=2).fit(X, Y)))
