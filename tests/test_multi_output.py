@@ -285,13 +285,13 @@ def test_randomised_forests_are_as_accurate_as_sklearn(ours, theirs):
 
 def test_forest_out_of_bag_shapes_and_scores():
     X, Y = regression_data(2)
-    forest = RandomForestRegressor(n_estimators=25, oob_score=True, random_state=0)
+    forest = RandomForestRegressor(n_estimators=40, oob_score=True, random_state=0)
     forest.fit(X, Y)
     assert forest.oob_prediction_.shape == (240, 2)
     assert 0.3 < forest.oob_score_ < 1.0
     X, Y = classification_data(1)
     labels = np.column_stack([Y[:, 0], 1 - Y[:, 0], (X[:, 4] > 20).astype(int)])
-    forest = RandomForestClassifier(n_estimators=25, oob_score=True, random_state=0)
+    forest = RandomForestClassifier(n_estimators=40, oob_score=True, random_state=0)
     forest.fit(X, labels)
     assert forest.oob_decision_function_.shape == (240, 2, 3)
     covered = ~np.isnan(forest.oob_decision_function_[:, 0, 0])
