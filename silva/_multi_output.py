@@ -31,6 +31,10 @@ def target(estimator, y, n_samples, *, stacklevel=4):
                          "y.toarray()).")
     if y is not None:
         array = np.asarray(y)
+        if array.ndim > 2:
+            raise ValueError(f"{type(estimator).__name__}: y must be one-dimensional "
+                             f"(n_samples,) or, for several outputs, two-dimensional "
+                             f"(n_samples, n_outputs); got shape {array.shape}.")
         if array.ndim == 2 and array.shape[1] > 1:
             if array.shape[0] != n_samples:
                 raise ValueError(f"{type(estimator).__name__}: y has {array.shape[0]} rows "
