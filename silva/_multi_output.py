@@ -73,6 +73,25 @@ def check_options(estimator, criterion_code, n_outputs):
     return code
 
 
+#: The criteria whose multi-output form silva has (silva.engine.criteria).
+SUPPORTED_CRITERIA = frozenset({"gini", "entropy", "log_loss", "squared_error",
+                                "friedman_mse"})
+
+
+def supported(estimator):
+    """Whether ``estimator``'s parameters allow a multi-output fit (for its
+    ``target_tags.multi_output``): a criterion that has a multi-output form and none of
+    the options :func:`check_options` refuses."""
+    params = estimator.get_params(deep=False)
+    return (params.get("criterion") in SUPPORTED_CRITERIA
+            and params.get("monotonic_cst") is None
+            and params.get("categorical_features") is None
+            and params.get("min_significance") in (None, 1.0)
+            and params.get("prune") is None
+            and not isinstance(params.get("ccp_alpha"), str)
+            and params.get("bootstrap") != "poisson")
+
+
 def classification_targets(Y):
     """``(classes, codes)``: each output's sorted labels (a list of arrays) and the
     (n_samples, n_outputs) int64 class indices."""

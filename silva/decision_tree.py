@@ -629,8 +629,8 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_label = True
-        tags.target_tags.multi_output = True
+        tags.classifier_tags.multi_label = tags.target_tags.multi_output = \
+            _multi_output.supported(self)
         return tags
 
 
@@ -712,5 +712,5 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
+        tags.target_tags.multi_output = _multi_output.supported(self)
         return tags

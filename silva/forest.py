@@ -574,9 +574,9 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.target_tags.multi_output = True
+        tags.target_tags.multi_output = _multi_output.supported(self)
         if tags.classifier_tags is not None:
-            tags.classifier_tags.multi_label = True
+            tags.classifier_tags.multi_label = tags.target_tags.multi_output
         return tags
 
 

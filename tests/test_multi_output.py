@@ -368,6 +368,10 @@ def test_tags_say_multi_output():
     for estimator in (DecisionTreeClassifier(), DecisionTreeRegressor(),
                       RandomForestClassifier(), ExtraTreesRegressor()):
         assert estimator.__sklearn_tags__().target_tags.multi_output
+    for estimator in (DecisionTreeRegressor(criterion="poisson"),
+                      DecisionTreeClassifier(min_significance=0.05),
+                      RandomForestRegressor(monotonic_cst=[1, 0])):
+        assert not estimator.__sklearn_tags__().target_tags.multi_output
 
 
 def test_readers_of_one_output_refuse_multi_output_models():
