@@ -525,6 +525,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         For :func:`silva.permutation_importance` with ``oob=True``; ``predict`` returns
         class indices (classifiers) or values.
         """
+        _multi_output.refuse(self, "permutation importance with oob=True")
         X = self._validated_X(X)
         n_fit = self._fit_signature[0]
         if X.shape[0] != n_fit:
@@ -698,6 +699,7 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
 
     def _tree_votes(self, X, y):
         """Each tree's predicted class index (n_samples, n_trees) and y's class indices."""
+        _multi_output.refuse(self, "margin and strength_correlation")
         X = self._validated_X(X)
         votes = np.argmax(self._packed.tree_values(X), axis=2)
         return votes, encoded_target(self, y, X.shape[0])
@@ -843,6 +845,8 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         return self._inbag_mask(self._fit_signature[0]) == 0
 
     def _oob_residuals(self):
+        # The first thing predict_interval's jackknife+ reads: intervals of one output.
+        _multi_output.refuse(self, "predict_interval")
         return np.abs(self._y_train - self.oob_prediction_)
 
     def predict(self, X, return_std=False, pred_contrib=False, pred_interactions=False):

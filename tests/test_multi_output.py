@@ -374,6 +374,7 @@ def test_tags_say_multi_output():
         assert not estimator.__sklearn_tags__().target_tags.multi_output
 
 
+@pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction:UserWarning")
 def test_readers_of_one_output_refuse_multi_output_models():
     from silva import export_text
     from silva.additive_trees import additive_model
@@ -387,5 +388,14 @@ def test_readers_of_one_output_refuse_multi_output_models():
         model.predict(X, pred_contrib=True)
     with pytest.raises(ValueError, match="ONNX or Treelite.*multi-output"):
         additive_model(model)
+    forest = RandomForestRegressor(n_estimators=2, oob_score=True).fit(X, Y)
     with pytest.raises(ValueError, match="reading the trees.*multi-output"):
-        list(iter_trees(RandomForestRegressor(n_estimators=2).fit(X, Y)))
+        list(iter_trees(forest))
+    with pytest.raises(ValueError, match="predict_interval.*multi-output"):
+        forest.predict_interval(X, method="jackknife+")
+    with pytest.raises(ValueError, match="return_std=True is for single-output"):
+        forest.predict(X, return_std=True)
+    X, Y = classification_data(2)
+    forest = RandomForestClassifier(n_estimators=2).fit(X, Y)
+    with pytest.raises(ValueError, match="margin.*multi-output"):
+        forest.margin(X, Y)
