@@ -120,6 +120,20 @@ def test_fully_grown_trees_and_weights_match_sklearn():
         assert model.tree_.node_count > 40
 
 
+@pytest.mark.parametrize(("kind", "criterion", "params"), [
+    ("classifier", "gini", {"max_leaf_nodes": 12}),
+    ("regressor", "squared_error", {"max_leaf_nodes": 12}),
+    ("classifier", "gini", {"min_impurity_decrease": 0.002}),
+    ("regressor", "squared_error", {"min_impurity_decrease": 2.0, "min_samples_leaf": 5}),
+], ids=["clf-leaves", "reg-leaves", "clf-decrease", "reg-decrease"])
+def test_stopping_rules_match_sklearn(kind, criterion, params):
+    """Best-first growth keeps the leaves of the largest mean improvements, and
+    min_impurity_decrease bounds the mean weighted decrease, as in scikit-learn."""
+    _, _, model, reference, comparison = _fitted_pair(kind, criterion, 3, **params)
+    assert comparison.mismatches == comparison.leaf_value_diffs == []
+    assert model.get_n_leaves() == reference.get_n_leaves()
+
+
 def test_first_split_minimises_the_mean_of_the_output_impurities():
     """The root split against a brute-force search over every feature and threshold of
     the mean over outputs of the weighted gini decrease."""
