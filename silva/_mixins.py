@@ -57,9 +57,13 @@ class PredictLogProbaMixin:
     """``predict_log_proba`` for a classifier with ``predict_proba``."""
 
     def predict_log_proba(self, X):
-        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability); a list of
+        one array per output for a multi-output classifier."""
+        probabilities = self.predict_proba(X)
         with np.errstate(divide="ignore"):
-            return np.log(self.predict_proba(X))
+            if isinstance(probabilities, list):
+                return [np.log(p) for p in probabilities]
+            return np.log(probabilities)
 
 
 class FittedInputMixin:

@@ -235,7 +235,7 @@ def check_tree(tree, where, context):
     state = vars(tree)
     _expect_keys(state, _TREE_KEYS, where, _TREE_OPTIONAL)
     n_features = _int(state["n_features"], f"{where}.n_features", 1)
-    _int(state["n_outputs"], f"{where}.n_outputs", 1, 1)
+    n_outputs = _int(state["n_outputs"], f"{where}.n_outputs", 1)
 
     def array(name, dtype, ndim, length=None):
         return _array(state[name], f"{where}.{name}", dtype, ndim, context, length)
@@ -251,9 +251,9 @@ def check_tree(tree, where, context):
     categorical = array("is_categorical", BOOL, 1, n)
     bitsets = array("category_bitsets", UINT64, 2, n)
     value = array("value", FLOAT64, 3, n)
-    if value.shape[1] != 1 or value.shape[2] < 1:
+    if value.shape[1] != n_outputs or value.shape[2] < 1:
         _fail(f"{where}.value{context.describe(value)}",
-              f"shape {value.shape}, expected ({n}, 1, n_values >= 1)")
+              f"shape {value.shape}, expected ({n}, n_outputs = {n_outputs}, n_values >= 1)")
     stats = (array("impurity", FLOAT64, 1, n), array("n_node_samples", INTP, 1, n),
              array("weighted_n_node_samples", FLOAT64, 1, n))
     n_categories = array("n_categories", INTP, 1, n_features)
@@ -281,7 +281,7 @@ def check_tree(tree, where, context):
     _check_node_stats(stats, where)
     # A cached copy of node_depth would be trusted by decision_path: recompute it instead.
     state.pop("_node_depth", None)
-    return n_features, value.shape[2]
+    return n_features, value.shape[1] * value.shape[2]
 
 
 # ------------------------------------------------------------------ multiway trees
@@ -435,9 +435,14 @@ def check_packed_state(state, where, context):
     ``__setstate__`` builds the walk records from it."""
     if not isinstance(state, dict):
         _fail(where, "expected a dict of attributes")
-    _expect_keys(state, _PACKED_KEYS, where)
+    # tree_outputs: multi-output trees (absent from files written before them).
+    _expect_keys(state, _PACKED_KEYS, where, {"tree_outputs"})
     n_features = _int(state["n_features"], f"{where}.n_features", 1, MAX_WALK_FEATURES)
     n_values = _int(state["n_values"], f"{where}.n_values", 1)
+    tree_outputs = _int(state.get("tree_outputs", 1), f"{where}.tree_outputs", 1, n_values)
+    if n_values % tree_outputs:
+        _fail(f"{where}.n_values", f"{n_values} values per node do not split into "
+              f"tree_outputs = {tree_outputs} outputs")
     n_trees = _int(state["n_trees"], f"{where}.n_trees", 1)
 
     def array(name, dtype, ndim, length=None, value=None):
@@ -602,8 +607,16 @@ def _members_learn_class_codes(owner):
 
 def _expected_values(owner):
     """Values per node of the trees ``owner`` predicts with: one per class for a
-    classifier's trees, one for regressors and for gradient boosting's trees."""
-    if _is_boosting(owner) or "n_classes_" not in vars(owner):
+    classifier's trees, one for regressors and for gradient boosting's trees; a
+    multi-output tree's per output (a classifier's padded to its largest class count)."""
+    if _is_boosting(owner):
+        return 1
+    n_outputs = vars(owner).get("n_outputs_", 1)
+    if isinstance(n_outputs, int) and n_outputs > 1:
+        if "n_classes_" not in vars(owner):
+            return n_outputs
+        return n_outputs * int(np.max(vars(owner)["n_classes_"]))
+    if "n_classes_" not in vars(owner):
         return 1
     return vars(owner)["n_classes_"]
 
@@ -613,7 +626,21 @@ def check_estimator(owner, where, context):
     features and classes, the classes, feature names and the category encoder."""
     state = vars(owner)
     n_features = _int(state["n_features_in_"], f"{where}.n_features_in_", 1)
-    if "classes_" in state or "n_classes_" in state:
+    n_outputs = state.get("n_outputs_", 1)
+    if not isinstance(n_outputs, int) or n_outputs < 1:
+        _fail(f"{where}.n_outputs_", f"expected an int >= 1, got {n_outputs!r}")
+    if n_outputs > 1 and ("classes_" in state or "n_classes_" in state):
+        # A multi-output classifier: one array of classes per output.
+        classes = state.get("classes_")
+        counts = state.get("n_classes_")
+        if (not isinstance(classes, list) or len(classes) != n_outputs or not all(
+                isinstance(c, np.ndarray) and c.ndim == 1 and c.size for c in classes)):
+            _fail(f"{where}.classes_", f"expected a list of {n_outputs} non-empty 1-d "
+                  "arrays of classes")
+        if counts is None or np.shape(counts) != (n_outputs,) or list(
+                np.asarray(counts)) != [c.shape[0] for c in classes]:
+            _fail(f"{where}.n_classes_", "expected the number of classes of each output")
+    elif "classes_" in state or "n_classes_" in state:
         classes = state.get("classes_")
         if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size == 0:
             _fail(f"{where}.classes_", "expected a non-empty 1-d array of classes")
@@ -740,7 +767,8 @@ def _check_quantile_arrays(state, packed, where, context):
     """What ``predict_quantiles`` reads: per tree a block of leaf samples, per packed
     node its range in the block (non-empty at leaves), and the training targets."""
     n_trees, n = packed.n_trees, packed.node_offset[-1]
-    y = _array(state.get("_y_train"), f"{where}._y_train", FLOAT64, 1, context)
+    y = _array(state.get("_y_train"), f"{where}._y_train", FLOAT64,
+               2 if state.get("n_outputs_", 1) > 1 else 1, context)
     samples = _array(state.get("_leaf_samples"), f"{where}._leaf_samples", INT32, 1, context)
     weights = _array(state.get("_leaf_weights"), f"{where}._leaf_weights", FLOAT64, 1,
                      context, samples.shape[0])

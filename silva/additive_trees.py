@@ -447,6 +447,9 @@ def additive_model(model):
     :func:`weighted_median_model`), and
     TypeError for anything else.
     """
+    from silva._multi_output import refuse
+
+    refuse(model, "Exporting to ONNX or Treelite")
     from silva.adaboost import AdaBoostClassifier, AdaBoostRegressor
     from silva.bagging import BaseBagging
     from silva.boosting import BaseGradientBoosting

@@ -26,7 +26,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import Bunch, check_random_state
 
-from silva import _input
+from silva import _input, _multi_output
 from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva.criteria import TreeReportMixin
@@ -56,13 +56,19 @@ def regression_inputs(estimator, X, y, sample_weight):
 
     Returns ``(criterion_code, X, y, sample_weight, offset)``: y as finite float64, and
     ``offset`` the weighted mean of y that the trees subtract before growing (0 for
-    poisson and absolute_error). Centring y keeps sum(w y^2) - (sum(w y))^2 / sum(w)
-    accurate for large |y|.
+    poisson and absolute_error). A 2-D y of several columns gives the multi-output
+    criterion code, y (n_samples, n_outputs) and one offset per output. Centring y
+    keeps sum(w y^2) - (sum(w y))^2 / sum(w) accurate for large |y|.
     """
     code = _input.criterion_code(estimator.criterion, criteria.REGRESSION_CRITERIA)
     X, y = estimator._prepare_X_y(X, y)
-    y = _input.regression_target(y)
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+    if y.ndim == 2:
+        # Multi-output: y is (n_samples, n_outputs), the offset one mean per output.
+        code = _multi_output.check_options(estimator, code, y.shape[1])
+        y, offset = _multi_output.regression_targets(y, sample_weight)
+        return code, X, y, sample_weight, offset
+    y = _input.regression_target(y)
     offset = 0.0
     if code == criteria.POISSON:
         # Each message opens with scikit-learn's sentence, so code matching it works.
@@ -114,9 +120,10 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                                 categorical_features=self.categorical_features)
 
     def _prepare_X_y(self, X, y):
-        """Validated X (see :meth:`_prepare_X`) and a one-dimensional y of the same length."""
+        """Validated X (see :meth:`_prepare_X`) and a y of the same length: one-dimensional,
+        or (n_samples, n_outputs) for a multi-output fit (see :mod:`silva._multi_output`)."""
         X = self._prepare_X(X, reset=True)
-        y = _input.target_1d(self, y, X.shape[0], stacklevel=4)
+        y = _multi_output.target(self, y, X.shape[0], stacklevel=4)
         return X, y
 
     def _check_params(self, n_samples, total_weight):
@@ -207,7 +214,10 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                 self.ccp_alpha_ = float(self.ccp_alpha)
             if self.ccp_alpha_ > 0.0:
                 tree = prune_tree(tree, self.ccp_alpha_)
-        tree.value += value_offset
+        # A multi-output regressor's offsets are one per output: (n_outputs, 1) against
+        # the values' (n_nodes, n_outputs, 1).
+        tree.value += np.reshape(value_offset, (-1, 1)) if np.ndim(value_offset) else \
+            value_offset
         self.tree_ = tree
         if tree.node_count == 1:
             warn_nothing_learned(
@@ -219,12 +229,17 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         return self
 
     def _growth_rules(self, params, criterion_code, n_classes, histogram_min_samples,
-                      min_significance=1.0):
+                      min_significance=1.0, n_outputs=1):
         """This tree's :class:`~silva.engine.cart.GrowthRules`: ``params`` as returned by
-        :meth:`_check_params`, and ``max_features_`` as set by the fit."""
+        :meth:`_check_params`, and ``max_features_`` as set by the fit. A multi-output
+        fit's ``n_classes`` is one count per output."""
+        if criteria.is_multi_output(criterion_code):
+            n_values = _multi_output.value_width(criterion_code, n_classes, n_outputs)
+        else:
+            n_values = n_classes if criteria.is_classification(criterion_code) else 1
         return GrowthRules(
-            criterion=criterion_code, n_classes=n_classes,
-            n_values=n_classes if criteria.is_classification(criterion_code) else 1,
+            criterion=criterion_code, n_classes=n_classes, n_values=n_values,
+            n_outputs=n_outputs,
             max_depth=params["max_depth"],
             min_samples_split=params["min_samples_split"],
             min_samples_leaf=params["min_samples_leaf"],
@@ -275,12 +290,17 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         # absolute_error searches splits from order statistics: no histogram is read.
         histogram_min_samples = (n_samples + 1 if criterion_code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
+        n_outputs = y.shape[1] if y.ndim == 2 else 1
         rules = self._growth_rules(params, criterion_code, n_classes, histogram_min_samples,
-                                   min_significance)
+                                   min_significance, n_outputs)
         y = np.asarray(y, dtype=np.float64)
+        stats = _multi_output.statistics(criterion_code, y, sample_weight, n_classes)
+        if n_outputs > 1:
+            # The grower reads y only under absolute_error, which is single-output: a
+            # 1-D placeholder keeps its argument types (and its compiled copy) the same.
+            y = np.zeros(n_samples)
         task = TreeTask(
-            stats=criteria.build_statistics(criterion_code, y, sample_weight, n_classes),
-            y=y, weight=sample_weight,
+            stats=stats, y=y, weight=sample_weight,
             sample_indices=np.arange(n_samples, dtype=np.int32),
             min_weight_leaf=params["min_weight_leaf"],
             seed=seed_from_random_state(check_random_state(self.random_state)),
@@ -561,6 +581,8 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
                                                criteria.CLASSIFICATION_CRITERIA)
         min_significance = _input.check_significance_level(self.min_significance)
         X, y = self._prepare_X_y(X, y)
+        if y.ndim == 2:
+            return self._fit_multi_output(X, y, sample_weight, criterion_code)
         self.classes_, y_encoded = _input.classification_target(y)
         self.n_classes_ = len(self.classes_)
         self.n_outputs_ = 1
@@ -570,10 +592,26 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
         return self._fit_tree(X, y_encoded, sample_weight, criterion_code, self.n_classes_,
                               min_significance=min_significance)
 
+    def _fit_multi_output(self, X, y, sample_weight, criterion_code):
+        """Grow one tree for the outputs of a 2-D y (see :mod:`silva._multi_output`)."""
+        code = _multi_output.check_options(self, criterion_code, y.shape[1])
+        self.classes_, y_encoded = _multi_output.classification_targets(y)
+        self.n_classes_ = np.array([len(c) for c in self.classes_], dtype=np.intp)
+        self.n_outputs_ = y.shape[1]
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        sample_weight = _input.apply_class_weight(
+            sample_weight, _multi_output.class_weight_factors(
+                self, self.class_weight, y, self.classes_))
+        return self._fit_tree(X, y_encoded, sample_weight, code, self.n_classes_)
+
     def predict_proba(self, X):
-        """Class probabilities: the weighted class fractions of each sample's leaf."""
+        """Class probabilities: the weighted class fractions of each sample's leaf; for
+        a multi-output tree, a list of one (n_samples, n_classes_[o]) array per output."""
         X = self._validated_X(X)
-        return self.tree_.predict(X)[:, 0, :].copy()
+        values = self.tree_.predict(X)
+        if self.n_outputs_ > 1:
+            return _multi_output.probabilities_per_output(values, self.n_classes_)
+        return values[:, 0, :].copy()
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Most probable class of each sample (the first of equals).
@@ -585,11 +623,14 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
         if pred_contrib or pred_interactions:
             return self._explain(X, pred_interactions)
         probabilities = self.predict_proba(X)
+        if self.n_outputs_ > 1:
+            return _multi_output.predict_classes(probabilities, self.classes_)
         return self.classes_[np.argmax(probabilities, axis=1)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_label = False
+        tags.classifier_tags.multi_label = tags.target_tags.multi_output = \
+            _multi_output.supported(self)
         return tags
 
 
@@ -650,8 +691,10 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
         criterion_code, X, y, sample_weight, offset = regression_inputs(
             self, X, y, sample_weight)
         y = y - offset
-        self.n_outputs_ = 1
-        return self._fit_tree(X, y, sample_weight, criterion_code, 1, value_offset=offset)
+        self.n_outputs_ = y.shape[1] if y.ndim == 2 else 1
+        n_classes = np.ones(self.n_outputs_, dtype=np.intp) if y.ndim == 2 else 1
+        return self._fit_tree(X, y, sample_weight, criterion_code, n_classes,
+                              value_offset=offset)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Mean (or median) target of each sample's leaf.
@@ -663,4 +706,11 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
         if pred_contrib or pred_interactions:
             return self._explain(X, pred_interactions)
         X = self._validated_X(X)
+        if self.n_outputs_ > 1:
+            return self.tree_.predict(X)[:, :, 0].copy()
         return self.tree_.predict(X)[:, 0, 0].copy()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = _multi_output.supported(self)
+        return tags

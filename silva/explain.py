@@ -197,6 +197,9 @@ def _add_member(explained, tree, leaf_value, column, columns):
 
 def _explained_model(model):
     """The :class:`_Explained` of a fitted silva estimator."""
+    from silva._multi_output import refuse
+
+    refuse(model, "SHAP values (pred_contrib, pred_interactions)")
     from silva.adaboost import AdaBoostClassifier, AdaBoostRegressor
     from silva.bagging import BaggingClassifier, BaggingRegressor
     from silva.boosting import BaseGradientBoosting

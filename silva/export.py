@@ -16,6 +16,7 @@ import os
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
+from silva._multi_output import refuse
 from silva.engine.multiway import MultiwayTree
 from silva.engine.tree import Tree
 from silva.engine.tree_interface import MISSING_BRANCH, branch_test
@@ -30,6 +31,7 @@ __all__ = ["export_text", "export_graphviz"]
 
 def _tree_and_model(source):
     """``(tree, estimator)`` of what was passed: a tree (no estimator) or an estimator."""
+    refuse(source, "export_text and export_graphviz")
     if isinstance(source, Tree | MultiwayTree):
         return source, None
     tree = getattr(source, "tree_", None)

@@ -28,7 +28,7 @@ from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import Bunch, check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from silva import _input
+from silva import _input, _multi_output
 from silva._mixins import (
     ExplainMixin,
     FittedInputMixin,
@@ -204,22 +204,30 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         if self.n_estimators < n_existing:
             raise ValueError(f"n_estimators={self.n_estimators} must be at least the "
                              f"{n_existing} trees already fitted when warm_start=True.")
-        if n_existing and self._fit_signature != (n_samples, n_features, n_classes):
+        # A multi-output fit has one class count per output: compared as a tuple.
+        signature_classes = n_classes if np.ndim(n_classes) == 0 else tuple(
+            int(k) for k in n_classes)
+        if n_existing and self._fit_signature != (n_samples, n_features, signature_classes):
             raise ValueError("warm_start=True needs the same data as the previous fit.")
         if n_existing and self.n_estimators == n_existing:
             warnings.warn("Warm-start fitting without increasing n_estimators does not fit "
                           f"new trees: {type(self).__name__} already has {n_existing}.",
                           UserWarning, stacklevel=3)
-        self._fit_signature = (n_samples, n_features, n_classes)
+        self._fit_signature = (n_samples, n_features, signature_classes)
         new_seeds = seeds[n_existing:]
 
         data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
         self._has_missing_at_fit = bool(np.isnan(X).any())
         y_float = np.asarray(y, dtype=np.float64)
+        n_outputs = y.shape[1] if y.ndim == 2 else 1
         rules = template._growth_rules(
             params, criterion_code, n_classes,
             self._histogram_min_samples(criterion_code, n_samples, n_features),
-            _input.check_significance_level(getattr(self, "min_significance", None)))
+            _input.check_significance_level(getattr(self, "min_significance", None)),
+            n_outputs)
+        # The grower reads y only under absolute_error, which is single-output: a
+        # multi-output fit passes a 1-D placeholder, keeping the grower's argument types.
+        engine_y = y_float if n_outputs == 1 else np.zeros(n_samples)
         fraction = float(self.min_weight_fraction_leaf)
         self._poisson_rate = n_drawn / n_samples if self.bootstrap == POISSON else None
 
@@ -237,7 +245,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                         "draw more (max_samples) or set bootstrap=False.")
             if getattr(self, "class_weight", None) == "balanced_subsample":
                 weight = weight * self._subsample_class_weights(y, weight, n_classes)
-            stats = criteria.build_statistics(criterion_code, y_float, weight, n_classes)
+            stats = _multi_output.statistics(criterion_code, y_float, weight, n_classes)
             if self._draw_rows is not None:
                 # In the plan's content order, so that the tree sums its samples in an
                 # order that does not depend on the order of the rows.
@@ -245,7 +253,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
             else:
                 inbag = np.flatnonzero(weight > 0)
             return TreeTask(
-                stats=stats, y=y_float, weight=weight,
+                stats=stats, y=engine_y, weight=weight,
                 sample_indices=inbag.astype(np.int32),
                 min_weight_leaf=fraction * weight.sum(),
                 seed=seed_from_random_state(np.random.RandomState(seed)),
@@ -275,7 +283,10 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                                                     enabled=self.verbose,
                                                     desc=type(self).__name__)):
                 tree, grown_tree.tree = grown_tree.tree, None
-                tree.value += value_offset
+                # Multi-output regression: one offset per output, (n_outputs, 1) against
+                # the values' (n_nodes, n_outputs, 1).
+                tree.value += np.reshape(value_offset, (-1, 1)) if np.ndim(value_offset) \
+                    else value_offset
                 if self.ccp_alpha > 0.0:
                     tree = prune_tree(tree, self.ccp_alpha)
                 if not self._keeps_leaf_samples:
@@ -309,7 +320,9 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                       cart_root_reason(template, X, y_float, sample_weight, params))
             warn_nothing_learned(f"every tree of {type(self).__name__} stopped at its "
                                  "root", reason, stacklevel=3)
-        if self.oob_score:
+        if self.oob_score and n_outputs > 1:
+            self._compute_multi_output_oob(X, y)
+        elif self.oob_score:
             self._compute_oob(X, y, sample_weight)
         else:
             for name in ("oob_score_", "oob_curve_", "oob_decision_function_",
@@ -383,9 +396,29 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         self._tree_seeds = []
         self._fit_signature = None
 
+    def _multi_output_oob_sums(self, X):
+        """Per row, the sum of the leaf values (n_rows, n_outputs, width) of the trees it
+        is out of bag for, and how many those are (a multi-output forest's out-of-bag
+        estimate, tree by tree in Python: the compiled one reads a 1-D y)."""
+        inbag = self._inbag_mask(X.shape[0])
+        sums = None
+        for t, estimator in enumerate(self.estimators_):
+            out = np.flatnonzero(inbag[t] == 0)
+            values = estimator.tree_.predict(X[out])
+            if sums is None:
+                sums = np.zeros((X.shape[0],) + values.shape[1:])
+            sums[out] += values
+        return sums, np.sum(inbag == 0, axis=0)
+
     @staticmethod
     def _subsample_class_weights(y, weight, n_classes):
-        """"balanced" class weights computed on one tree's (bootstrap-weighted) sample."""
+        """"balanced" class weights computed on one tree's (bootstrap-weighted) sample;
+        for a multi-output y, the product over the outputs of each one's weights."""
+        if y.ndim == 2:
+            factors = np.ones(y.shape[0])
+            for o in range(y.shape[1]):
+                factors *= BaseForest._subsample_class_weights(y[:, o], weight, n_classes[o])
+            return factors
         class_totals = np.bincount(y, weights=weight, minlength=n_classes)
         present = class_totals > 0
         per_class = np.zeros(n_classes)
@@ -492,6 +525,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         For :func:`silva.permutation_importance` with ``oob=True``; ``predict`` returns
         class indices (classifiers) or values.
         """
+        _multi_output.refuse(self, "permutation importance with oob=True")
         X = self._validated_X(X)
         n_fit = self._fit_signature[0]
         if X.shape[0] != n_fit:
@@ -541,6 +575,9 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.target_tags.multi_output = _multi_output.supported(self)
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_label = tags.target_tags.multi_output
         return tags
 
 
@@ -559,6 +596,8 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         """
         code = _input.criterion_code(self.criterion, criteria.CLASSIFICATION_CRITERIA)
         X, y = self._prepare_X_y(X, y)
+        if y.ndim == 2:
+            return self._fit_multi_output(X, y, sample_weight, code, callbacks)
         classes, y_encoded = _input.classification_target(y)
         _input.check_same_classes(self, classes)
         self.classes_ = classes
@@ -576,6 +615,51 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         return self._fit_forest(X, y_encoded.astype(np.intp), sample_weight, code,
                                 self.n_classes_, callbacks=callbacks)
 
+    def _fit_multi_output(self, X, y, sample_weight, code, callbacks):
+        """Grow the forest on a 2-D y: each tree a multi-output tree (see
+        :mod:`silva._multi_output`)."""
+        code = _multi_output.check_options(self, code, y.shape[1])
+        classes, y_encoded = _multi_output.classification_targets(y)
+        if self.oob_score and any(len(c) > 2 for c in classes):
+            # scikit-learn's rule and first sentence: the out-of-bag score is computed on
+            # the joint argmax of every output, defined for multilabel targets only.
+            raise ValueError("The type of target cannot be used to compute OOB estimates: "
+                             f"{type(self).__name__} computes out-of-bag estimates for "
+                             "multi-output y only when every output has at most 2 classes "
+                             "(multilabel-indicator); this y is multiclass-multioutput.")
+        if self.warm_start and hasattr(self, "classes_") and not (
+                isinstance(self.classes_, list) and len(self.classes_) == len(classes)
+                and all(np.array_equal(a, b) for a, b in zip(self.classes_, classes,
+                                                              strict=True))):
+            raise ValueError("warm_start=True needs the same classes as the previous fit.")
+        self.classes_ = classes
+        self.n_classes_ = [len(c) for c in classes]
+        self.n_outputs_ = y.shape[1]
+        sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
+        class_weight = self.class_weight
+        if isinstance(class_weight, str) and class_weight == "balanced_subsample":
+            class_weight = None if self.bootstrap else "balanced"
+        factors = _multi_output.class_weight_factors(
+            self, class_weight, y, classes, options=("balanced", "balanced_subsample"))
+        sample_weight = _input.apply_class_weight(sample_weight, factors)
+        return self._fit_forest(X, y_encoded.astype(np.intp), sample_weight, code,
+                                np.asarray(self.n_classes_, dtype=np.intp),
+                                callbacks=callbacks)
+
+    def _compute_multi_output_oob(self, X, y):
+        """scikit-learn's multi-output out-of-bag results: ``oob_decision_function_``
+        (n_samples, max n_classes, n_outputs) and ``oob_score_`` scored on the (n_samples,
+        n_outputs) class indices of highest out-of-bag probability (the accuracy of whole
+        rows by default, as ``score`` gives it)."""
+        sums, counts = self._multi_output_oob_sums(X)
+        covered = oob_covered(counts, minimum=1)
+        decision = np.full(sums.shape, np.nan)
+        decision[covered] = sums[covered] / counts[covered, None, None]
+        self.oob_decision_function_ = decision.transpose(0, 2, 1)
+        self.oob_score_ = self._oob_scorer(accuracy_score)(
+            y[covered], np.argmax(decision[covered], axis=2))
+        self.__dict__.pop("oob_curve_", None)
+
     def _compute_oob(self, X, y, sample_weight):
         sums, counts, curve = self._packed.out_of_bag(X, y, self._inbag_mask(X.shape[0]),
                                                       True)
@@ -589,8 +673,13 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         self.oob_curve_ = curve
 
     def predict_proba(self, X):
-        """Mean of the trees' class probabilities (the soft vote)."""
+        """Mean of the trees' class probabilities (the soft vote); for a multi-output
+        forest, a list of one (n_samples, n_classes_[o]) array per output."""
         X = self._validated_X(X)
+        if self.n_outputs_ > 1:
+            values = self._packed.predict(X) / self._packed.n_trees
+            values = values.reshape(X.shape[0], self.n_outputs_, -1)
+            return _multi_output.probabilities_per_output(values, self.n_classes_)
         return self._packed.predict(X, n_outputs=self.n_classes_) / self._packed.n_trees
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
@@ -604,10 +693,13 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
             return self._explain(X, pred_interactions)
         # predict_proba first: it raises NotFittedError before classes_ is looked up.
         proba = self.predict_proba(X)
+        if self.n_outputs_ > 1:
+            return _multi_output.predict_classes(proba, self.classes_)
         return self.classes_[np.argmax(proba, axis=1)]
 
     def _tree_votes(self, X, y):
         """Each tree's predicted class index (n_samples, n_trees) and y's class indices."""
+        _multi_output.refuse(self, "margin and strength_correlation")
         X = self._validated_X(X)
         votes = np.argmax(self._packed.tree_values(X), axis=2)
         return votes, encoded_target(self, y, X.shape[0])
@@ -679,9 +771,10 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         code, X, y, sample_weight, offset = regression_inputs(self, X, y, sample_weight)
         if self.bootstrap == POISSON:
             offset = reproducible_offset(offset)  # what every Dask worker gets too
-        self.n_outputs_ = 1
+        self.n_outputs_ = y.shape[1] if y.ndim == 2 else 1
         self._y_train = y
-        self._fit_forest(X, y - offset, sample_weight, code, 1, value_offset=offset,
+        n_classes = np.ones(self.n_outputs_, dtype=np.intp) if y.ndim == 2 else 1
+        self._fit_forest(X, y - offset, sample_weight, code, n_classes, value_offset=offset,
                          callbacks=callbacks)
         self._store_leaf_samples(X, sample_weight)
         return self
@@ -720,6 +813,18 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
                                                     self._leaf_offset[t + 1]]
             grown.node_start, grown.node_end = self._node_start[nodes], self._node_end[nodes]
 
+    def _compute_multi_output_oob(self, X, y):
+        """scikit-learn's multi-output out-of-bag results: ``oob_prediction_``
+        (n_samples, n_outputs) and ``oob_score_`` its R² averaged over the outputs."""
+        y = self._y_train  # the trees' values include the centring offset again
+        sums, counts = self._multi_output_oob_sums(X)
+        covered = oob_covered(counts, minimum=2)
+        prediction = np.full(y.shape, np.nan)
+        prediction[covered] = sums[covered, :, 0] / counts[covered, None]
+        self.oob_prediction_ = prediction
+        self.oob_score_ = self._oob_scorer(r2_score)(y[covered], prediction[covered])
+        self.__dict__.pop("oob_curve_", None)
+
     def _compute_oob(self, X, y, sample_weight):
         y = self._y_train  # the trees' values include the centring offset again
         sums, counts, curve = self._packed.out_of_bag(X, y, self._inbag_mask(X.shape[0]),
@@ -740,6 +845,8 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         return self._inbag_mask(self._fit_signature[0]) == 0
 
     def _oob_residuals(self):
+        # The first thing predict_interval's jackknife+ reads: intervals of one output.
+        _multi_output.refuse(self, "predict_interval")
         return np.abs(self._y_train - self.oob_prediction_)
 
     def predict(self, X, return_std=False, pred_contrib=False, pred_interactions=False):
@@ -756,6 +863,12 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         if pred_contrib or pred_interactions:
             return self._explain(X, pred_interactions)
         X = self._validated_X(X)
+        if self.n_outputs_ > 1:
+            if return_std:
+                raise ValueError(f"{type(self).__name__}: return_std=True is for "
+                                 "single-output forests; this one has "
+                                 f"{self.n_outputs_} outputs.")
+            return self._packed.predict(X) / self._packed.n_trees
         if not return_std:
             return self._packed.predict(X, n_outputs=1)[:, 0] / self._packed.n_trees
         per_tree = self._packed.tree_values(X)[:, :, 0]
@@ -776,6 +889,10 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
                 (quantiles < 0) | (quantiles > 1)):
             raise ValueError(f"quantiles must be numbers in [0, 1]; got {quantiles.tolist()}.")
         X = self._validated_X(X)
+        if self.n_outputs_ > 1:
+            raise ValueError(f"{type(self).__name__}: predict_quantiles is for "
+                             f"single-output forests; this one has {self.n_outputs_} "
+                             "outputs.")
         if getattr(self, "_leaf_offset", None) is None:
             raise ValueError(f"{type(self).__name__}: predict_quantiles needs the training "
                              "rows in each leaf, which a forest grown on Dask does not "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from silva._multi_output import refuse
 from silva.engine.multiway import MultiwayTree
 from silva.engine.tree import Tree
 from silva.persistence import stored_by_state
@@ -52,6 +53,8 @@ def iter_trees(model):
         if id(value) in seen:
             return
         if isinstance(value, Tree | MultiwayTree):
+            # Exports, plots and JSON dumps read one value vector per node.
+            refuse(value, "reading the trees (export, plot, JSON dump)")
             seen.add(id(value))
             yield where, value, context
             return

@@ -287,6 +287,11 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         if y is None:
             raise ValueError("VotingClassifier requires y to be passed, but the target y "
                              "is None.")
+        shape = np.asarray(y).shape
+        if len(shape) == 2 and shape[1] > 1:
+            raise NotImplementedError("VotingClassifier: multilabel and multi-output "
+                                      f"classification is not supported (y has shape "
+                                      f"{shape}); vote per output instead.")
         y = column_or_1d(y, warn=True)
         self.classes_, y_code = _input.classification_target(y)
         # Models are fitted on the class codes, so their outputs line up with classes_.

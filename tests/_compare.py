@@ -90,8 +90,8 @@ def compare_trees(silva_tree, sklearn_tree, X, *, value_rtol=1e-7, value_atol=1e
         s_leaf = st.children_left[s] == -1
         k_leaf = kt.children_left[k] == -1
         if s_leaf and k_leaf:
-            if not np.allclose(st.value[s, 0], kt.value[k, 0], rtol=value_rtol, atol=value_atol):
-                result.leaf_value_diffs.append((s, k, st.value[s, 0], kt.value[k, 0]))
+            if not np.allclose(st.value[s], kt.value[k], rtol=value_rtol, atol=value_atol):
+                result.leaf_value_diffs.append((s, k, st.value[s], kt.value[k]))
             continue
         if s_leaf or k_leaf:
             decrease = weighted_decrease(kt, k) if s_leaf else weighted_decrease(st, s)

@@ -526,8 +526,8 @@ def test_bad_targets_and_shapes():
             RandomForestClassifier(3).fit(X, y_bad)
     with pytest.raises(ValueError, match="X has 40 samples but y has 39"):
         RandomForestClassifier(3).fit(X, y[:-1])
-    with pytest.raises(ValueError, match="one-dimensional"):
-        RandomForestRegressor(3).fit(X, np.c_[y, y])
+    with pytest.raises(ValueError, match="two-dimensional"):  # 2-D y: multi-output
+        RandomForestRegressor(3).fit(X, y[:, None, None])
     forest = RandomForestClassifier(3, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         forest.predict(X[:, :3])

@@ -97,6 +97,9 @@ class GrowthRules:
     #: :mod:`silva.engine.monotone`: a classifier's signs already flipped); None or all
     #: zeros: unconstrained.
     monotonic_cst: np.ndarray = None
+    #: Outputs of a multi-output tree (a multi-output criterion code), whose
+    #: ``n_values`` leaf values per node are ``n_outputs`` blocks of equal width.
+    n_outputs: int = 1
 
 
 @dataclass
@@ -136,7 +139,9 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
         parallel_min_work = rules.parallel_min_work
     sample_indices = task.sample_indices.copy()
     compiled_rules = cart_rules(
-        rules.criterion, rules.n_classes, rules.n_values, rules.max_depth,
+        # A multi-output tree has one class count per output; the grower reads the
+        # largest (category orderings).
+        rules.criterion, np.max(rules.n_classes), rules.n_values, rules.max_depth,
         rules.min_samples_split, rules.min_samples_leaf, task.min_weight_leaf,
         rules.max_leaf_nodes, rules.min_impurity_decrease, rules.max_features,
         rules.use_random, rules.histogram_min_samples, parallel_min_work,
@@ -160,7 +165,7 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     table, values, bitsets = grower(data.compiled(), compiled_rules, samples,
                                     monotonic_cst)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
-                            data.n_categories)
+                            data.n_categories, n_outputs=rules.n_outputs)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them
     # for every node.
     return GrownTree(tree, sample_indices, table["start"].astype(np.int32),

@@ -362,3 +362,211 @@ def category_score(criterion, sums, target_class):
     if criterion < SQUARED_ERROR:
         return sums[1 + target_class] / weight
     return sums[2] / weight
+
+
+# --------------------------------------------------------------------- multi-output
+#
+# A multi-output tree (scikit-learn's 2-D y) grows one tree for all outputs: a node's
+# impurity is the mean of its per-output impurities and a split's improvement the mean
+# of its per-output improvements (scikit-learn's definition; Breiman et al. 1984 grow
+# one tree per response, Segal 1992 and De'ath 2002 score the responses jointly).
+# The multi-output criteria have codes of their own, above every single-output code,
+# so that the single-output kernels never see them: the grower and split search compile
+# a copy of their own around the functions below (see grower.compiled_grower), and a
+# single-output fit compiles none of this code. Their channel layouts start with the
+# count and the weight, then concatenate the outputs:
+#
+# =====================  =============================================================
+# criterion              channels
+# =====================  =============================================================
+# multi-output gini,     count, ``w``, then per output o, ``max_n_classes`` channels
+# entropy                ``w * [y_o == k]`` (classes past output o's own count stay 0,
+#                        as in scikit-learn's padded value array)
+# multi-output           count, ``w``, ``w * y_o`` for each output, then ``w * y_o**2``
+# squared_error,         for each output
+# friedman_mse
+# =====================  =============================================================
+#
+# Leaf values are the channels after the weight divided by it: class fractions
+# (n_outputs x max_n_classes, flattened) or the per-output means (n_outputs).
+MULTI_GINI = 20
+MULTI_ENTROPY = 21
+MULTI_SQUARED_ERROR = 22
+MULTI_FRIEDMAN_MSE = 23
+#: The single-output criterion each multi-output code averages over the outputs.
+MULTI_OUTPUT_CODES = {GINI: MULTI_GINI, ENTROPY: MULTI_ENTROPY,
+                      SQUARED_ERROR: MULTI_SQUARED_ERROR, FRIEDMAN_MSE: MULTI_FRIEDMAN_MSE}
+
+
+def is_multi_output(criterion):
+    return criterion >= MULTI_GINI
+
+
+def multi_output_code(criterion, criterion_name, estimator_name):
+    """The multi-output code of single-output ``criterion``; a ValueError naming the
+    estimator and criterion for those that have none."""
+    code = MULTI_OUTPUT_CODES.get(criterion)
+    if code is None:
+        supported = ("'gini', 'entropy', 'log_loss'" if criterion < SQUARED_ERROR
+                     else "'squared_error', 'friedman_mse'")
+        raise ValueError(f"{estimator_name}: criterion={criterion_name!r} does not support "
+                         f"multi-output y (2-D y with several columns); use one of "
+                         f"{supported}.")
+    return code
+
+
+def multi_output_statistics(criterion, Y, sample_weight, n_classes):
+    """The (n_samples, n_channels) statistic matrix of a multi-output criterion.
+
+    ``Y`` is (n_samples, n_outputs): class indices per output (``n_classes`` per output)
+    for classification, real targets otherwise; layouts in the table above.
+    """
+    n_samples, n_outputs = Y.shape
+    if criterion in (MULTI_GINI, MULTI_ENTROPY):
+        width = int(max(n_classes))
+        stats = np.zeros((n_samples, 2 + n_outputs * width))
+        stats[:, 0] = 1.0
+        stats[:, 1] = sample_weight
+        rows = np.arange(n_samples)
+        for o in range(n_outputs):
+            stats[rows, 2 + o * width + Y[:, o].astype(np.intp)] = sample_weight
+        return stats
+    stats = np.empty((n_samples, 2 + 2 * n_outputs))
+    stats[:, 0] = 1.0
+    stats[:, 1] = sample_weight
+    stats[:, 2:2 + n_outputs] = sample_weight[:, None] * Y
+    stats[:, 2 + n_outputs:] = sample_weight[:, None] * Y * Y
+    return stats
+
+
+@nb.njit(cache=True, inline="always")
+def _n_class_outputs(class_total, weight):
+    """Outputs of a multi-output classification node: its class channels hold each
+    sample's weight once per output, so they sum to ``n_outputs * weight`` (up to
+    rounding, which the nearest integer removes)."""
+    return max(1.0, np.floor(class_total / weight + 0.5))
+
+
+@nb.njit(cache=True)
+def multi_output_impurity(criterion, sums):
+    """Mean over the outputs of the per-output impurity (gini, entropy in bits, or
+    variance), from the channel sums of the layouts above."""
+    weight = sums[1]
+    if weight <= 0.0:
+        return 0.0
+    if criterion == MULTI_GINI or criterion == MULTI_ENTROPY:
+        class_total = 0.0
+        total = 0.0
+        for c in range(2, sums.shape[0]):
+            class_total += sums[c]
+            if criterion == MULTI_GINI:
+                p = sums[c] / weight
+                total += p * p
+            elif sums[c] > 0.0:
+                p = sums[c] / weight
+                total -= p * np.log(p)
+        n_outputs = _n_class_outputs(class_total, weight)
+        if criterion == MULTI_GINI:
+            return 1.0 - total / n_outputs
+        return total / _LOG_2 / n_outputs
+    n_outputs = (sums.shape[0] - 2) // 2
+    total = 0.0
+    for o in range(n_outputs):
+        mean = sums[2 + o] / weight
+        total += max(sums[2 + n_outputs + o] / weight - mean * mean, 0.0)
+    return total / n_outputs
+
+
+@nb.njit(cache=True)
+def multi_output_improvement(criterion, parent, left, right, parent_impurity, root_weight):
+    """:func:`improvement` for the multi-output codes: the mean over the outputs of the
+    weighted impurity decrease, or for friedman_mse the mean over the outputs of
+    Friedman's (2001, eq. 35) score ``w_l w_r (mean_l - mean_r)**2 / w``. (friedman_mse
+    ranks candidates by the variance proxy, as the single-output criterion does and as
+    scikit-learn, which maps it to squared_error since 1.9, does.)"""
+    weight = parent[1]
+    left_weight = left[1]
+    right_weight = right[1]
+    left_impurity = multi_output_impurity(criterion, left)
+    right_impurity = multi_output_impurity(criterion, right)
+    if criterion == MULTI_FRIEDMAN_MSE:
+        n_outputs = (parent.shape[0] - 2) // 2
+        total = 0.0
+        for o in range(n_outputs):
+            diff = right_weight * left[2 + o] - left_weight * right[2 + o]
+            total += diff * diff
+        return (total / (left_weight * right_weight * weight) / n_outputs, left_impurity,
+                right_impurity)
+    decrease = (
+        parent_impurity
+        - left_weight / weight * left_impurity
+        - right_weight / weight * right_impurity
+    )
+    return weight / root_weight * decrease, left_impurity, right_impurity
+
+
+@nb.njit(cache=True)
+def multi_output_leaf_value(criterion, sums, out):
+    """A multi-output leaf's values: the channels after the weight divided by it, that
+    is the class fractions of every output or each output's weighted mean."""
+    weight = sums[1]
+    for k in range(out.shape[0]):
+        out[k] = sums[2 + k] / weight if weight > 0.0 else 0.0
+
+
+# Multi-output proxies, ``proxy(left, parent, min_weight)`` as above: the sum over the
+# outputs of each output's proxy, which ranks candidates as the mean over the outputs of
+# the weighted impurity decrease does (scikit-learn's multi-output proxies).
+
+
+@nb.njit(cache=True, inline="always")
+def multi_gini_proxy(left, parent, min_weight):
+    left_weight = left[1]
+    right_weight = parent[1] - left_weight
+    if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
+        return -np.inf
+    left_squares = 0.0
+    right_squares = 0.0
+    for c in range(2, left.shape[0]):
+        l_c = left[c]
+        r_c = parent[c] - l_c
+        left_squares += l_c * l_c
+        right_squares += r_c * r_c
+    return left_squares / left_weight + right_squares / right_weight
+
+
+@nb.njit(cache=True, inline="always")
+def multi_entropy_proxy(left, parent, min_weight):
+    # sum_o sum_k l_ok ln(l_ok / w_l) = sum_c l_c ln l_c - n_outputs w_l ln w_l
+    left_weight = left[1]
+    right_weight = parent[1] - left_weight
+    if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
+        return -np.inf
+    score = 0.0
+    class_total = 0.0
+    for c in range(2, left.shape[0]):
+        l_c = left[c]
+        r_c = parent[c] - l_c
+        class_total += parent[c]
+        if l_c > 0.0:
+            score += l_c * np.log(l_c)
+        if r_c > 0.0:
+            score += r_c * np.log(r_c)
+    n_outputs = _n_class_outputs(class_total, parent[1])
+    return score - n_outputs * (left_weight * np.log(left_weight)
+                                + right_weight * np.log(right_weight))
+
+
+@nb.njit(cache=True, inline="always")
+def multi_variance_proxy(left, parent, min_weight):
+    left_weight = left[1]
+    right_weight = parent[1] - left_weight
+    if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
+        return -np.inf
+    n_outputs = (left.shape[0] - 2) // 2
+    score = 0.0
+    for o in range(2, 2 + n_outputs):
+        left_sum = left[o]
+        right_sum = parent[o] - left_sum
+        score += left_sum * left_sum / left_weight + right_sum * right_sum / right_weight
+    return score

@@ -342,7 +342,7 @@ def _with_adjacent_siblings(tree):
                 tree.missing_go_to_left[order], tree.is_categorical[order],
                 tree.category_bitsets[order], tree.value[order], tree.impurity[order],
                 tree.n_node_samples[order], tree.weighted_n_node_samples[order],
-                n_categories=tree.n_categories)
+                n_categories=tree.n_categories, n_outputs=tree.n_outputs)
 
 
 class PackedTreeView(Tree):
@@ -362,10 +362,12 @@ class PackedTreeView(Tree):
         self.n_features = packed.n_features
         self.n_categories = packed.n_categories[t]
         self.n_classes = np.atleast_1d(np.asarray(packed.n_classes, dtype=np.intp))
-        self.n_outputs = 1
+        # Packings saved before multi-output trees hold one output per tree.
+        self.n_outputs = getattr(packed, "tree_outputs", 1)
         self._walk = packed.walk[rows]
         self.category_bitsets = packed.category_bitsets[rows]
-        self.value = packed.value[rows].reshape(-1, 1, packed.n_values)
+        self.value = packed.value[rows].reshape(-1, self.n_outputs,
+                                                packed.n_values // self.n_outputs)
         self.impurity = packed.impurity[rows]
         self.n_node_samples = packed.n_node_samples[rows]
         self.weighted_n_node_samples = packed.weighted_n_node_samples[rows]
@@ -477,7 +479,10 @@ class PackedTrees:
             raise ValueError(f"trees with more than {MAX_WALK_FEATURES} features cannot be "
                              f"packed; got {self.n_features}.")
         self.n_classes = tree.n_classes
-        self.n_values = tree.value.shape[2]
+        # A multi-output tree's values (n_outputs, width) are packed flat, output after
+        # output: n_values per node in all.
+        self.tree_outputs = tree.value.shape[1]
+        self.n_values = tree.value.shape[1] * tree.value.shape[2]
         # Without a categorical split, no node reads a bitset: store none until one comes.
         self.category_bitsets = np.zeros((0, 0), dtype=np.uint64)
         capacity = max(int(expected_nodes or 0), tree.node_count)
@@ -523,7 +528,7 @@ class PackedTrees:
         flags |= tree.is_categorical.astype(np.uint32) << CATEGORICAL_BIT
         walk["feature_flags"] = flags
         _make_leaves_loop(walk, tree.children_left == -1, np.arange(n_tree))
-        self.value[rows] = tree.value[:, 0, :]
+        self.value[rows] = tree.value.reshape(n_tree, -1)
         width = min(self.category_bitsets.shape[1], tree.category_bitsets.shape[1])
         self.category_bitsets[rows, :width] = tree.category_bitsets[:, :width]
         for name, _ in self._NODE_STATS:

@@ -37,9 +37,12 @@ from silva.engine.binning import midpoint
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
     EPSILON,
+    MULTI_GINI,
     SQUARED_ERROR,
     impurity,
     leaf_value,
+    multi_output_impurity,
+    multi_output_leaf_value,
     node_weight,
 )
 from silva.engine.histogram import build_histogram, serial_kernels, subtract_histogram
@@ -587,13 +590,22 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     releases the GIL, so that a forest grows its trees on several threads at once.
 
     ``monotone=True`` (a fit with a monotonic constraint) is a copy of its own, named
-    apart, for each of those: fits without constraints compile none of its code.
+    apart, for each of those: fits without constraints compile none of its code. So is
+    each multi-output criterion code (:mod:`silva.engine.criteria`), whose copies read
+    node impurities and values with the multi-output functions.
     """
     lean = not (parallel or categorical or extras)
     categorical = extras = not lean
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
-    fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics)
+    node_functions = {}
+    if criterion >= MULTI_GINI:
+        # Multi-output: a node's impurity is the mean over the outputs, its value one
+        # entry per output (and class).
+        node_functions = {"impurity": multi_output_impurity,
+                          "leaf_value": multi_output_leaf_value}
+    fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics,
+                           **node_functions)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
                              extras=extras)
     bindings = {"_fill_node": fill_node,

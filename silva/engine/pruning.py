@@ -248,11 +248,12 @@ def _subtree(tree, collapsed, keep):
         is_categorical=np.where(becomes_leaf, False, tree.is_categorical[old_ids]),
         category_bitsets=np.where(becomes_leaf[:, None], np.uint64(0),
                                   tree.category_bitsets[old_ids]),
-        value=tree.value[old_ids, 0, :],
+        value=tree.value[old_ids],
         impurity=tree.impurity[old_ids],
         n_node_samples=tree.n_node_samples[old_ids],
         weighted_n_node_samples=tree.weighted_n_node_samples[old_ids],
         n_categories=tree.n_categories,
+        n_outputs=tree.n_outputs,
     )
 
 

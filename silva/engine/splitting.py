@@ -46,6 +46,10 @@ from silva.engine.criteria import (
     GAIN_RATIO,
     GINI,
     MISCLASSIFICATION,
+    MULTI_ENTROPY,
+    MULTI_FRIEDMAN_MSE,
+    MULTI_GINI,
+    MULTI_SQUARED_ERROR,
     POISSON,
     SQUARED_ERROR,
     TWOING,
@@ -55,6 +59,10 @@ from silva.engine.criteria import (
     gini_proxy,
     improvement,
     misclassification_proxy,
+    multi_entropy_proxy,
+    multi_gini_proxy,
+    multi_output_improvement,
+    multi_variance_proxy,
     node_weight,
     poisson_proxy,
     twoing_proxy,
@@ -263,11 +271,25 @@ _SCANS = {
                         ("twoing", twoing_proxy), ("gain_ratio", gain_ratio_proxy),
                         ("variance", variance_proxy), ("poisson", poisson_proxy))
 }
+# The multi-output criteria's scans (silva.engine.criteria, "multi-output"): made on
+# first use, so that single-output fits never even create them.
+_MULTI_OUTPUT_PROXIES = {"multi_gini": multi_gini_proxy,
+                         "multi_entropy": multi_entropy_proxy,
+                         "multi_variance": multi_variance_proxy}
 _PROXY_OF_CRITERION = {
     GINI: "gini", ENTROPY: "entropy", MISCLASSIFICATION: "misclassification",
     TWOING: "twoing", GAIN_RATIO: "gain_ratio", SQUARED_ERROR: "variance",
     FRIEDMAN_MSE: "variance", ABSOLUTE_ERROR: "variance", POISSON: "poisson",
+    MULTI_GINI: "multi_gini", MULTI_ENTROPY: "multi_entropy",
+    MULTI_SQUARED_ERROR: "multi_variance", MULTI_FRIEDMAN_MSE: "multi_variance",
 }
+
+
+def _scans_of(proxy_name):
+    """The (numeric, categorical) scans compiled around the proxy named ``proxy_name``."""
+    if proxy_name not in _SCANS:
+        _SCANS[proxy_name] = _make_scans(_MULTI_OUTPUT_PROXIES[proxy_name], proxy_name, True)
+    return _SCANS[proxy_name]
 
 # The names that split_finder() binds for one criterion (silva.engine.specialize). The
 # kernels below read them as globals: they are templates, compiled only as the copies
@@ -844,11 +866,15 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     ``categorical=False`` the category scan (the copy treats every feature as numeric),
     ``random=False`` extra trees' random thresholds (the copy searches the best ones).
     ``monotone=True`` makes the numeric scans (and absolute_error's order-statistics
-    search) check monotonic constraints.
+    search) check monotonic constraints. A multi-output criterion code gets its own
+    copy, which scores candidates with the multi-output proxies and improvement.
     """
     suffix = kernel_suffix(criterion)
-    numeric_scan, categorical_scan = _SCANS[_PROXY_OF_CRITERION[criterion]]
+    numeric_scan, categorical_scan = _scans_of(_PROXY_OF_CRITERION[criterion])
     bindings = {}
+    if criterion >= MULTI_GINI:
+        # Multi-output: the winner's improvement is the mean over the outputs.
+        bindings["improvement"] = multi_output_improvement
     if monotone:
         numeric_scan = specialize(numeric_scan, "monotone", MONOTONE=True)
         if criterion == ABSOLUTE_ERROR:

@@ -12,8 +12,9 @@ silva's trees too:
 - ``is_categorical`` and ``category_bitsets``: a categorical split sends left the
   category codes whose bit is set; codes the node never saw in training (unseen
   categories, negative or non-integer codes) follow the missing values;
-- ``value``: ``(node_count, 1, n_values)``, class fractions for classifiers and the
-  mean (or median) target for regressors;
+- ``value``: ``(node_count, n_outputs, n_values)``, class fractions for classifiers
+  and the mean (or median) target for regressors (``n_outputs`` is 1 but for
+  multi-output trees, whose classifiers pad each output's classes to the largest count);
 - ``impurity``, ``n_node_samples``, ``weighted_n_node_samples``.
 
 Thresholds are real values, so prediction reads raw X; the kernels below are compiled
@@ -157,14 +158,15 @@ class Tree:
 
     def __init__(self, n_features, n_classes, children_left, children_right, feature,
                  threshold, missing_go_to_left, is_categorical, category_bitsets, value,
-                 impurity, n_node_samples, weighted_n_node_samples, n_categories=None):
+                 impurity, n_node_samples, weighted_n_node_samples, n_categories=None,
+                 n_outputs=1):
         self.n_features = int(n_features)
         # Number of category codes per feature (0 for numeric features), which bounds
         # the codes ``categories_left`` reports.
         self.n_categories = (np.zeros(self.n_features, dtype=np.intp) if n_categories is None
                              else np.asarray(n_categories, dtype=np.intp))
         self.n_classes = np.atleast_1d(np.asarray(n_classes, dtype=np.intp))
-        self.n_outputs = 1
+        self.n_outputs = int(n_outputs)
         self.children_left = np.ascontiguousarray(children_left, dtype=np.intp)
         self.children_right = np.ascontiguousarray(children_right, dtype=np.intp)
         self.feature = np.ascontiguousarray(feature, dtype=np.intp)
@@ -173,16 +175,18 @@ class Tree:
         self.is_categorical = np.ascontiguousarray(is_categorical, dtype=np.bool_)
         self.category_bitsets = np.ascontiguousarray(category_bitsets, dtype=np.uint64)
         value = np.asarray(value, dtype=np.float64)
-        self.value = np.ascontiguousarray(value.reshape(value.shape[0], 1, -1))
+        self.value = np.ascontiguousarray(value.reshape(value.shape[0], self.n_outputs, -1))
         self.impurity = np.ascontiguousarray(impurity, dtype=np.float64)
         self.n_node_samples = np.ascontiguousarray(n_node_samples, dtype=np.intp)
         self.weighted_n_node_samples = np.ascontiguousarray(weighted_n_node_samples,
                                                             dtype=np.float64)
 
     @classmethod
-    def from_grower(cls, table, values, bitsets, n_features, n_classes, n_categories=None):
+    def from_grower(cls, table, values, bitsets, n_features, n_classes, n_categories=None,
+                    n_outputs=1):
         """Wrap the node table (:data:`silva.engine.nodes.CART_NODE` records) and arrays
-        returned by :func:`silva.engine.grower.grow_tree`."""
+        returned by :func:`silva.engine.grower.grow_tree` (a multi-output tree's values
+        are ``n_outputs`` blocks of equal width per node)."""
         return cls(
             n_features, n_classes, **decision_arrays(table),
             category_bitsets=bitsets,
@@ -191,6 +195,7 @@ class Tree:
             n_node_samples=np.rint(table["n_samples"]).astype(np.intp),
             weighted_n_node_samples=table["weighted_n"],
             n_categories=n_categories,
+            n_outputs=n_outputs,
         )
 
     @property
@@ -270,7 +275,7 @@ class Tree:
         return kernel(X, *self._kernel_arrays())
 
     def predict(self, X):
-        """The ``value`` of each row's leaf, shape (n_rows, 1, n_values)."""
+        """The ``value`` of each row's leaf, shape (n_rows, n_outputs, n_values)."""
         return self.value[self.apply(X)]
 
     def decision_path(self, X):

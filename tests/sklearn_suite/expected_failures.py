@@ -446,64 +446,16 @@ EXPECTED_FAILURES = {
         SPARSE,
     "test_weight_boosting.py::test_sparse_regression[*":
         SPARSE,
-    "test_forest.py::test_class_weight_balanced_and_bootstrap_multi_output[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_classes_shape[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_classifier_error_oob_score_multiclass_multioutput[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-RandomForestClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-RandomForestClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_multioutput_integral_regression_target[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-RandomForestRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-RandomForestRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_y_sparse[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_multioutput[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_multioutput_string[*":
-        MULTI_OUTPUT,
     "test_stacking.py::test_stacking_classifier_multilabel_auto_predict[*":
         MULTI_OUTPUT,
     "test_stacking.py::test_stacking_classifier_multilabel_decision_function":
         MULTI_OUTPUT,
     "test_stacking.py::test_stacking_classifier_multilabel_predict_proba[*":
         MULTI_OUTPUT,
-    "test_tree.py::test_class_weight_errors[DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_class_weights[DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_classes_shape":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeClassifier-gini]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeClassifier-log_loss]":
-        MULTI_OUTPUT,
     "test_tree.py::test_multioutput[DecisionTreeRegressor-absolute_error]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeRegressor-friedman_mse]":
-        MULTI_OUTPUT,
+        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
     "test_tree.py::test_multioutput[DecisionTreeRegressor-poisson]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeRegressor-squared_error]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_prune_tree_classifier_are_subtrees[DecisionTreeClassifier-multilabel]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_prune_tree_regression_are_subtrees[DecisionTreeRegressor-multilabel]":
-        MULTI_OUTPUT,
+        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
     "test_tree.py::test_public_apply_sparse_trees[csr_array-DecisionTreeClassifier]":
         MULTI_OUTPUT,
     "test_tree.py::test_public_apply_sparse_trees[csr_array-DecisionTreeRegressor]":
@@ -511,8 +463,6 @@ EXPECTED_FAILURES = {
     "test_tree.py::test_public_apply_sparse_trees[csr_matrix-DecisionTreeClassifier]":
         MULTI_OUTPUT,
     "test_tree.py::test_public_apply_sparse_trees[csr_matrix-DecisionTreeRegressor]":
-        MULTI_OUTPUT,
-    "test_voting.py::test_multilabel":
         MULTI_OUTPUT,
     "test_bagging.py::test_draw_indices_using_sample_weight[*":
         WEIGHTED_BOOTSTRAP,
