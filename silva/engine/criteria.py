@@ -439,7 +439,7 @@ def multi_output_statistics(criterion, Y, sample_weight, n_classes):
     return stats
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _n_class_outputs(class_total, weight):
     """Outputs of a multi-output classification node: its class channels hold each
     sample's weight once per output, so they sum to ``n_outputs * weight`` (up to
@@ -447,7 +447,7 @@ def _n_class_outputs(class_total, weight):
     return max(1.0, np.floor(class_total / weight + 0.5))
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def multi_output_impurity(criterion, sums):
     """Mean over the outputs of the per-output impurity (gini, entropy in bits, or
     variance), from the channel sums of the layouts above."""
@@ -477,7 +477,7 @@ def multi_output_impurity(criterion, sums):
     return total / n_outputs
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def multi_output_improvement(criterion, parent, left, right, parent_impurity, root_weight):
     """:func:`improvement` for the multi-output codes: the mean over the outputs of the
     weighted impurity decrease, or for friedman_mse the mean over the outputs of
@@ -505,7 +505,7 @@ def multi_output_improvement(criterion, parent, left, right, parent_impurity, ro
     return weight / root_weight * decrease, left_impurity, right_impurity
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, error_model="numpy")
 def multi_output_leaf_value(criterion, sums, out):
     """A multi-output leaf's values: the channels after the weight divided by it, that
     is the class fractions of every output or each output's weighted mean."""
@@ -519,7 +519,7 @@ def multi_output_leaf_value(criterion, sums, out):
 # the weighted impurity decrease does (scikit-learn's multi-output proxies).
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def multi_gini_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -535,7 +535,7 @@ def multi_gini_proxy(left, parent, min_weight):
     return left_squares / left_weight + right_squares / right_weight
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def multi_entropy_proxy(left, parent, min_weight):
     # sum_o sum_k l_ok ln(l_ok / w_l) = sum_c l_c ln l_c - n_outputs w_l ln w_l
     left_weight = left[1]
@@ -557,7 +557,7 @@ def multi_entropy_proxy(left, parent, min_weight):
                                 + right_weight * np.log(right_weight))
 
 
-@nb.njit(cache=True, inline="always")
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def multi_variance_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
