@@ -214,7 +214,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         new_seeds = seeds[n_existing:]
 
         data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
-        self._has_missing_at_fit = bool(np.isnan(X).any())
+        self._has_missing_at_fit = _input.has_missing(X)
         y_float = np.asarray(y, dtype=np.float64)
         rules = template._growth_rules(
             params, criterion_code, n_classes,
