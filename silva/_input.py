@@ -298,28 +298,33 @@ def ready_to_predict(estimator, X, *, allow_nan=True):
     return allow_nan and not np.isinf(X).any()
 
 
-# Sparse formats taken as they are (CSR, CSC) or converted once (COO, whose triplets
-# scipy turns into CSR); others (LIL, DOK, DIA, BSR) are refused by name.
+# Sparse formats kept as they are; any other two-dimensional scipy.sparse format (COO,
+# LIL, DOK, DIA, BSR) is converted to CSR once, as scikit-learn does.
 SPARSE_FORMATS = ("csr", "csc")
-SPARSE_CONVERTED = ("coo",)
 
 
 def validate_sparse_X(estimator, X, *, reset):
-    """A ``scipy.sparse`` X as a canonical float64 CSR matrix or array (sorted indices,
-    no duplicate entries: duplicates are summed, as ``X.toarray()`` sums them).
+    """A ``scipy.sparse`` X as a canonical float64 CSR or CSC matrix or array (the
+    caller's kind, matrix or array, and format kept, other formats converted to CSR;
+    sorted indices, no duplicate entries: duplicates are summed, as ``X.toarray()``
+    sums them).
 
-    Implicit zeros are 0.0 and stored NaN is missing (see :mod:`silva.engine.sparse`);
-    stored infinity, a format other than CSR, CSC or COO, and index arrays that do not
-    describe the matrix's shape (negative, out of range, or overflowed) are ValueErrors
-    naming the estimator and the problem, before any compiled code sees them.
+    Implicit zeros are 0.0 and stored NaN is missing (see :mod:`silva.engine.sparse`).
+    Clear errors naming the estimator, before any compiled code sees X: a sparse array
+    that is not two-dimensional or not numeric (TypeError), stored infinity, and index
+    arrays that do not describe the matrix's shape (negative, out of range, overflowed).
     """
     name = type(estimator).__name__
     fmt = getattr(X, "format", None)
-    if fmt not in SPARSE_FORMATS + SPARSE_CONVERTED:
+    ndim = getattr(X, "ndim", 2)
+    if ndim != 2 or fmt is None or not hasattr(X, "tocsr"):
         raise TypeError(
-            f"{name} takes sparse X in the formats CSR, CSC or COO; got a "
-            f"{type(X).__name__} in format {fmt!r}. Convert it first, e.g. X.tocsr().")
-    if fmt in SPARSE_CONVERTED:
+            f"{name} takes a two-dimensional scipy.sparse matrix or array (CSR or CSC best; "
+            f"other formats are converted to CSR); got a {type(X).__name__} with "
+            f"{ndim} dimension(s) in format {fmt!r}.")
+    if np.dtype(X.dtype).kind not in "biuf":
+        raise TypeError(f"{name} takes numeric sparse X; got dtype {X.dtype}.")
+    if fmt not in SPARSE_FORMATS:
         X = X.tocsr()
     try:
         X.check_format(full_check=True)
@@ -332,7 +337,6 @@ def validate_sparse_X(estimator, X, *, reset):
                          f"{int(np.isinf(X.data).sum())} entries).")
     X = validate_data(estimator, X, reset=reset, accept_sparse=SPARSE_FORMATS,
                       dtype=np.float64, ensure_all_finite="allow-nan")
-    X = X.tocsr()
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
@@ -420,6 +424,12 @@ def check_categorical_codes(X, mask, max_bins, feature_names):
 # from a tree, a forest, a boosted model or an ensemble.
 
 
+class SparseTargetError(TypeError, ValueError):
+    """A sparse y. Both a TypeError (the wrong kind of object, as scikit-learn's trees
+    raise) and a ValueError (as its forests raise), so that code written for either
+    catches it."""
+
+
 def target_1d(estimator, y, n_samples, *, stacklevel=3):
     """``y`` as a one-dimensional array of ``n_samples`` entries.
 
@@ -431,6 +441,10 @@ def target_1d(estimator, y, n_samples, *, stacklevel=3):
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
                          "y is None.")
+    if is_sparse(y):
+        raise SparseTargetError(
+            f"sparse multilabel-indicator for y is not supported: {type(estimator).__name__} "
+            "takes y as a dense array (sparse X is fine); pass y.toarray().")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "
