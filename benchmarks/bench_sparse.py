@@ -145,7 +145,6 @@ def main():
         child(args.child, args.data, args.threads)
         return
     import scipy.sparse as sp
-
     from _machine import command_line, machine_line, utc_now
 
     X, y = make_data(args.rows, args.cols, args.density, args.signal, args.seed)
