@@ -6,8 +6,8 @@ The data (reproducible from ``--seed``): ``--rows`` x ``--cols`` CSR with about
 threshold of a weighted sum of them. The last 20% of rows are held out for the AUC.
 
 Each library fits in its own process (idle threads of one slow another, and each
-process's peak memory is its own): ``resource.getrusage(RUSAGE_SELF).ru_maxrss`` of the
-child, after loading the data and before the fit (``rss_loaded``) and at the end
+process's peak memory is its own): the child's peak resident memory (``VmHWM``, see
+``_maxrss_mib``; ``resource.getrusage`` where /proc is missing), after loading the data and before the fit (``rss_loaded``) and at the end
 (``peak``, the largest of the warm-up and the timed fit), so that ``peak - rss_loaded``
 is roughly what a fit adds. Every model: 100 iterations, 31 leaves (leaf-wise),
 learning rate 0.1, 255 bins, ``--threads`` threads; the fit time is one fit after an
@@ -99,6 +99,16 @@ def build(library, threads):
 
 
 def _maxrss_mib():
+    """This process's peak resident memory, in MiB: Linux's VmHWM, the high-water mark of
+    this process's own memory since its exec. ``getrusage``'s ``ru_maxrss`` (the fallback
+    elsewhere) keeps the parent's peak across fork and exec, which would floor every
+    child at the parent's peak (it built the data)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
