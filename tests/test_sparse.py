@@ -266,3 +266,19 @@ def test_other_sparse_formats_are_converted():
     for X in (S.tolil(), S.todok(), sp.bsr_matrix(S)):
         got = silva.DecisionTreeClassifier(random_state=0).fit(X, y).predict(X)
         np.testing.assert_array_equal(got, expected)
+
+
+def test_shap_values_and_early_stopping_from_sparse_x():
+    S, dense, y, _ = _sparse_data(seed=5)
+    model = silva.GradientBoostingClassifier(n_estimators=30, early_stopping_rounds=2,
+                                             validation_fraction=0.2, random_state=0)
+    from_sparse = clone(model).fit(S, y)
+    from_dense = clone(model).fit(dense, y)
+    assert dump_json(from_sparse) == dump_json(from_dense)
+    for options in ({"pred_contrib": True}, {"pred_interactions": True}):
+        np.testing.assert_array_equal(from_dense.predict(S, **options),
+                                      from_dense.predict(dense, **options))
+    target = np.nan_to_num(dense[:, 0])
+    forest = silva.RandomForestRegressor(n_estimators=3, random_state=0).fit(S, target)
+    np.testing.assert_array_equal(forest.predict_quantiles(S, [0.1, 0.9]),
+                                  forest.predict_quantiles(dense, [0.1, 0.9]))
