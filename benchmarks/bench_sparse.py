@@ -10,9 +10,10 @@ process's peak memory is its own): the child's peak resident memory (``VmHWM``, 
 ``_maxrss_mib``; ``resource.getrusage`` where /proc is missing), after loading the data
 and before the fit (``rss_loaded``) and at the end (``peak``, the largest of the warm-up
 and the timed fit), so that ``peak - rss_loaded`` is roughly what a fit adds. Every
-model: 100 iterations, 31 leaves (leaf-wise), learning rate 0.1, 255 bins, ``--threads`` threads; the fit time is one fit after an
-untimed warm-up fit of 2 iterations on the same data (numba compiles, caches load), so
-compilation is not counted.
+model: 100 iterations, 31 leaves (leaf-wise), learning rate 0.1, 255 bins,
+``--threads`` threads; the fit time is one fit after an untimed warm-up fit of 2
+iterations on the same data (numba compiles, caches load), so compilation is not
+counted.
 
 silva bins the sparse matrix column by column from its stored values (implicit zeros
 counted, not written), but grows on its dense code matrix, one byte per (row, feature):
