@@ -14,6 +14,8 @@ from sklearn.utils import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from silva.engine.sparse import is_sparse
+
 # The range of total sample weight accepted (see check_sample_weight): the engine squares
 # sums of weights, and twoing multiplies four (1e50**4 is far below float64's 1.8e308);
 # products of tiny sums underflow to zero, which twoing and the chi-square test divide by.
@@ -296,15 +298,63 @@ def ready_to_predict(estimator, X, *, allow_nan=True):
     return allow_nan and not np.isinf(X).any()
 
 
+# Sparse formats kept as they are; any other two-dimensional scipy.sparse format (COO,
+# LIL, DOK, DIA, BSR) is converted to CSR once, as scikit-learn does.
+SPARSE_FORMATS = ("csr", "csc")
+
+
+def validate_sparse_X(estimator, X, *, reset):
+    """A ``scipy.sparse`` X as a canonical float64 CSR or CSC matrix or array (the
+    caller's kind, matrix or array, and format kept, other formats converted to CSR;
+    sorted indices, no duplicate entries: duplicates are summed, as ``X.toarray()``
+    sums them).
+
+    Implicit zeros are 0.0 and stored NaN is missing (see :mod:`silva.engine.sparse`).
+    Clear errors naming the estimator, before any compiled code sees X: a sparse array
+    that is not two-dimensional or not numeric (TypeError), stored infinity, and index
+    arrays that do not describe the matrix's shape (negative, out of range, overflowed).
+    """
+    name = type(estimator).__name__
+    fmt = getattr(X, "format", None)
+    ndim = getattr(X, "ndim", 2)
+    if ndim != 2 or fmt is None or not hasattr(X, "tocsr"):
+        raise TypeError(
+            f"{name} takes a two-dimensional scipy.sparse matrix or array (CSR or CSC best; "
+            f"other formats are converted to CSR); got a {type(X).__name__} with "
+            f"{ndim} dimension(s) in format {fmt!r}.")
+    if np.dtype(X.dtype).kind not in "biuf":
+        raise TypeError(f"{name} takes numeric sparse X; got dtype {X.dtype}.")
+    if fmt not in SPARSE_FORMATS:
+        X = X.tocsr()
+    try:
+        X.check_format(full_check=True)
+    except (ValueError, OverflowError) as error:
+        raise ValueError(f"{name}: sparse X is malformed ({error}); its index arrays "
+                         f"must address a matrix of shape {X.shape}.") from None
+    if X.data.size and np.isinf(X.data).any():
+        raise ValueError(f"Input X contains infinity: {name} takes NaN as missing in sparse "
+                         "X, but not infinity (stored at "
+                         f"{int(np.isinf(X.data).sum())} entries).")
+    X = validate_data(estimator, X, reset=reset, accept_sparse=SPARSE_FORMATS,
+                      dtype=np.float64, ensure_all_finite="allow-nan")
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
 def validate_X(estimator, X, *, reset):
     """Float64 C-contiguous X, NaN allowed (missing), infinity rejected.
 
     Frames of pandas, polars or pyarrow are accepted (their column names become
     ``feature_names_in_``); at predict time a frame must have the fit columns in the fit
-    order, else a ValueError names the missing, extra or moved columns.
+    order, else a ValueError names the missing, extra or moved columns. A
+    ``scipy.sparse`` X stays sparse (:func:`validate_sparse_X`).
     """
     if not reset and ready_to_predict(estimator, X):
         return X
+    if is_sparse(X):
+        return validate_sparse_X(estimator, X, reset=reset)
     X = as_pandas_or_array(X)
     if not reset:
         check_frame_columns(getattr(estimator, "feature_names_in_", None), X)
@@ -345,10 +395,17 @@ def prepare_X(estimator, X, *, reset, categorical_features=None):
     return X
 
 
+def has_missing(X):
+    """True when X (dense or sparse) holds a NaN."""
+    values = X.data if is_sparse(X) else X
+    return bool(np.isnan(values).any())
+
+
 def check_categorical_codes(X, mask, max_bins, feature_names):
     """Categorical columns of numeric X must hold integer codes in [0, max_bins)."""
     for j in np.flatnonzero(mask):
-        column = X[:, j]
+        # A sparse column's implicit zeros are the valid code 0: its stored values suffice.
+        column = X[:, [j]].tocsc().data if is_sparse(X) else X[:, j]
         present = column[~np.isnan(column)]
         bad = (present < 0) | (present >= max_bins) | (present != np.floor(present))
         if bad.any():
@@ -367,6 +424,12 @@ def check_categorical_codes(X, mask, max_bins, feature_names):
 # from a tree, a forest, a boosted model or an ensemble.
 
 
+class SparseTargetError(TypeError, ValueError):
+    """A sparse y. Both a TypeError (the wrong kind of object, as scikit-learn's trees
+    raise) and a ValueError (as its forests raise), so that code written for either
+    catches it."""
+
+
 def target_1d(estimator, y, n_samples, *, stacklevel=3):
     """``y`` as a one-dimensional array of ``n_samples`` entries.
 
@@ -378,6 +441,10 @@ def target_1d(estimator, y, n_samples, *, stacklevel=3):
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
                          "y is None.")
+    if is_sparse(y):
+        raise SparseTargetError(
+            f"sparse multilabel-indicator for y is not supported: {type(estimator).__name__} "
+            "takes y as a dense array (sparse X is fine); pass y.toarray().")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "

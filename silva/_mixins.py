@@ -131,7 +131,9 @@ class BaseEstimatorNanMixin:
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
+        base_tags = get_tags(self._base_estimator()).input_tags
+        tags.input_tags.allow_nan = base_tags.allow_nan
+        tags.input_tags.sparse = base_tags.sparse
         return tags
 
 
@@ -148,8 +150,17 @@ class HeterogeneousEnsembleMixin:
 
     ``get_params(deep=True)`` lists each model under its name and its parameters as
     ``name__param``; ``set_params`` replaces a model by name (or drops it with ``"drop"``)
-    and forwards ``name__param`` to it.
+    and forwards ``name__param`` to it. The ensemble takes sparse X when every model does
+    (X passes to them as it is).
     """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        models = [model for _, model in _named_items(getattr(self, "estimators", None))
+                  if not isinstance(model, str)]
+        tags.input_tags.sparse = bool(models) and all(
+            get_tags(model).input_tags.sparse for model in models)
+        return tags
 
     def get_params(self, deep=True):
         params = super().get_params(deep=False)

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from silva.engine.sparse import block_rows, is_sparse
 from silva.exceptions import NothingLearnedWarning
 
 __all__ = ["boosting_root_reason", "cart_root_reason", "warn_nothing_learned"]
@@ -27,6 +28,13 @@ def _is_constant(y, sample_weight):
 
 def _no_feature_varies(X):
     """True when every column holds one value (NaN counting as one more value)."""
+    if is_sparse(X):
+        # A column whose implicit zeros and stored values are all one value; in blocks
+        # of columns, so that a sparse X is never densified whole.
+        X = X.tocsc()
+        step = block_rows(X.shape[0])
+        return all(_no_feature_varies(X[:, start:start + step].toarray())
+                   for start in range(0, X.shape[1], step))
     for column in X.T:
         present = column[~np.isnan(column)]
         if present.size < column.size and present.size:

@@ -16,6 +16,8 @@ the same).
 
 import numpy as np
 
+from silva.engine.sparse import is_sparse
+
 
 def weighted_draw_plan(X, y, sample_weight):
     """What ``bootstrap="weighted"`` draws from: ``(rows, cumulative)``.
@@ -31,15 +33,42 @@ def weighted_draw_plan(X, y, sample_weight):
     the weighted rows). NaN and -0.0 are made one bit pattern first, so that equal
     values are equal bytes.
     """
-    keys = np.column_stack([X, np.asarray(y, dtype=np.float64)])
-    keys = np.where(np.isnan(keys), np.nan, keys) + 0.0
-    rows = np.ascontiguousarray(keys).view(
-        np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
+    if is_sparse(X):
+        rows = _sparse_row_keys(X, y)
+    else:
+        keys = np.column_stack([X, np.asarray(y, dtype=np.float64)])
+        keys = np.where(np.isnan(keys), np.nan, keys) + 0.0
+        rows = np.ascontiguousarray(keys).view(
+            np.dtype((np.void, keys.itemsize * keys.shape[1]))).ravel()
     _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
     group_weight = np.bincount(inverse.ravel(), weights=sample_weight,
                                minlength=first.size)
     positive = group_weight > 0
     return first[positive], np.cumsum(group_weight[positive])
+
+
+def _sparse_row_keys(X, y):
+    """One bytes key per row of a sparse ``X`` (with its target), equal for rows of
+    equal content and different otherwise, built from its nonzero entries (an explicit
+    zero is dropped: it equals an implicit one), never from a dense row.
+
+    The keys order the distinct rows by content, as the dense keys do, but in another
+    order than the dense keys' bytes: a sparse fit with ``bootstrap="weighted"`` draws
+    from the same distribution as the dense fit, not the same rows.
+    """
+    X = X.tocsr()
+    y = np.asarray(y, dtype=np.float64)
+    y = np.where(np.isnan(y), np.nan, y) + 0.0
+    keys = np.empty(X.shape[0], dtype=object)
+    for i in range(X.shape[0]):
+        start, stop = X.indptr[i], X.indptr[i + 1]
+        values = X.data[start:stop]
+        kept = values != 0.0  # NaN is kept
+        values = np.where(np.isnan(values[kept]), np.nan, values[kept])
+        columns = X.indices[start:stop][kept].astype(np.int64)
+        keys[i] = (np.int64(columns.size).tobytes() + columns.tobytes()
+                   + values.tobytes() + y[i].tobytes())
+    return keys
 
 
 def weighted_bootstrap_counts(random_state, rows, cumulative, n_samples, n_drawn):

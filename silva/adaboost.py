@@ -144,9 +144,7 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseE
     def _validate_X_y(self, X, y, sample_weight, y_numeric):
         """Validated X, y (class labels as given, or float64 targets when ``y_numeric``)
         and sample weights."""
-        allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
-        X = validate_data(self, X, dtype=np.float64,
-                          ensure_all_finite="allow-nan" if allow_nan else True)
+        X = self._checked_X(X, reset=True)
         y = _input.target_1d(self, y, X.shape[0], stacklevel=4)
         if y_numeric:
             y = _input.regression_target(y)
@@ -158,7 +156,19 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseE
         allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
         if _input.ready_to_predict(self, X, allow_nan=allow_nan):
             return X
-        return validate_data(self, X, reset=False, dtype=np.float64,
+        return self._checked_X(X, reset=False)
+
+    def _checked_X(self, X, *, reset):
+        """float64 X; NaN only when the base estimator takes it. A sparse X stays sparse
+        (CSR) and reaches the learners as it is, as in scikit-learn's AdaBoost."""
+        allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
+        if _input.is_sparse(X):
+            X = _input.validate_sparse_X(self, X, reset=reset)
+            if not allow_nan and _input.has_missing(X):
+                raise ValueError(f"Input X contains NaN: {type(self).__name__}'s base "
+                                 "estimator does not take missing values.")
+            return X
+        return validate_data(self, X, reset=reset, dtype=np.float64,
                              ensure_all_finite="allow-nan" if allow_nan else True)
 
     def _fit_learner(self, X, y, weights, rng, round_bins):

@@ -446,6 +446,7 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
 

@@ -241,6 +241,11 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
 
+    # ID3 grows on bin codes, which a sparse X gives without densifying; C4.5 reads raw
+    # values at every node (its thresholds and C4.5's unknown-value weights), so it
+    # refuses a sparse X at fit (a fitted C4.5 still predicts from one).
+    _takes_sparse = True
+
     # ----------------------------------------------------------------- input
     def _prepare_X(self, X, *, reset):
         """Validated float64 X; data-frame categorical columns become category codes."""
@@ -274,6 +279,11 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
         -------
         self
         """
+        if not self._takes_sparse and _input.is_sparse(X):
+            raise TypeError(f"{type(self).__name__} does not take sparse X at fit: it reads "
+                            "raw feature values at every node. Pass X.toarray(), or use "
+                            "ID3Classifier or DecisionTreeClassifier, which bin sparse X "
+                            "(Sparse data was passed for X, but dense data is required).")
         X = self._prepare_X(X, reset=True)
         y = _input.target_1d(self, y, X.shape[0])
         self.classes_, y_encoded = _input.classification_target(y)
@@ -286,7 +296,7 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
         # A case of weight zero takes no part, not even in the thresholds or bins.
         positive = sample_weight > 0
         X, y_encoded, sample_weight = X[positive], y_encoded[positive], sample_weight[positive]
-        self._has_missing_at_fit = bool(np.isnan(X).any())
+        self._has_missing_at_fit = _input.has_missing(X)
         # Weights are relative: rescaled to average 1, the counts that MINOBJS, pruning
         # and the significance tests read are in cases, whatever the weights' unit (see
         # the sample_weight doc). The tree reports weights in the caller's unit.
@@ -409,6 +419,7 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = self._takes_sparse
         tags.classifier_tags.multi_label = False
         return tags
 
@@ -708,6 +719,8 @@ class C45Classifier(_MultiwayTreeClassifier):
     >>> C45Classifier(confidence=1.0).fit(X, y).predict(X.iloc[:2]).tolist()
     ['no', 'no']
     """
+
+    _takes_sparse = False  # see _MultiwayTreeClassifier._takes_sparse
 
     def __init__(self, *, confidence=0.25, min_samples_leaf=2, max_depth=None,
                  categorical_features="auto", min_significance=1.0, subtree_raising=True):

@@ -187,7 +187,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
-        self._has_missing_at_fit = bool(np.isnan(X).any())
+        self._has_missing_at_fit = _input.has_missing(X)
         classification = criteria.is_classification(criterion_code)
         grow = (criterion_code, n_classes, min_significance)
 
@@ -424,6 +424,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
+        tags.input_tags.sparse = True
         return tags
 
 

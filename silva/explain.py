@@ -48,6 +48,7 @@ from sklearn.utils.validation import check_is_fitted
 from silva.engine import treeshap
 from silva.engine.ensemble import CATEGORICAL_BIT, FEATURE_MASK, MISSING_LEFT_BIT
 from silva.engine.multiway import MultiwayTree
+from silva.engine.sparse import dense_row_blocks, is_sparse
 from silva.engine.tree import Tree
 
 __all__ = ["contributions", "explanation", "interactions"]
@@ -306,7 +307,15 @@ def _validated(model, X):
     else:
         check_is_fitted(model, "estimators_")
         X = model._prepare_X(X, reset=False)
+    if is_sparse(X):
+        return X  # explained block by block (see _in_row_blocks)
     return np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _in_row_blocks(function, model, X):
+    """``function(model, block)`` over dense blocks of rows of a sparse ``X``, joined
+    (the result is dense anyway: one value per row and feature)."""
+    return np.concatenate([function(model, block) for _, _, block in dense_row_blocks(X)])
 
 
 # ----------------------------------------------------------------- computing
@@ -435,6 +444,8 @@ def contributions(model, X):
     frames, categories, NaN as missing).
     """
     X = _validated(model, X)
+    if is_sparse(X):
+        return _in_row_blocks(contributions, model, X)
     phi = _shap_values(_explained_model(model), X)
     return phi.reshape(X.shape[0], -1)
 
@@ -449,6 +460,8 @@ def interactions(model, X):
     SHAP value; the corner ``[-1, -1]`` holds the expected value.
     """
     X = _validated(model, X)
+    if is_sparse(X):
+        return _in_row_blocks(interactions, model, X)
     explained = _explained_model(model)
     if explained.multiway:
         raise ValueError(f"{type(model).__name__}: SHAP interaction values are computed for "
@@ -490,7 +503,8 @@ def explanation(model, X, feature_names=None):
         names = getattr(model, "feature_names_in_", None)
         feature_names = (list(map(str, names)) if names is not None
                          else [f"x{j}" for j in range(n_features)])
-    data = np.asarray(_validated(model, X))
+    data = _validated(model, X)
+    data = data.toarray() if is_sparse(data) else np.asarray(data)  # as large as values
     if n_outputs == 1:
         return shap.Explanation(values=blocks[:, 0, :-1], base_values=blocks[:, 0, -1],
                                 data=data, feature_names=list(feature_names))

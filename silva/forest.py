@@ -217,7 +217,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         new_seeds = seeds[n_existing:]
 
         data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
-        self._has_missing_at_fit = bool(np.isnan(X).any())
+        self._has_missing_at_fit = _input.has_missing(X)
         y_float = np.asarray(y, dtype=np.float64)
         n_outputs = y.shape[1] if y.ndim == 2 else 1
         rules = template._growth_rules(
@@ -578,6 +578,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         tags.target_tags.multi_output = _multi_output.supported(self)
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_label = tags.target_tags.multi_output
+        tags.input_tags.sparse = True
         return tags
 
 

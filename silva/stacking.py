@@ -226,6 +226,11 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
     def _with_passthrough(self, meta, X):
         if not self.passthrough:
             return meta
+        if _input.is_sparse(X):
+            import scipy.sparse
+
+            # As scikit-learn's stacking: a sparse X stays sparse next to the meta-features.
+            return scipy.sparse.hstack([meta, X.astype(np.float64)], format="csr")
         X = check_array(X, dtype=np.float64, ensure_all_finite=False)
         return np.hstack([meta, X])
 

@@ -30,8 +30,10 @@ def _expected_failed_checks(estimator):
     if estimator.bootstrap is True:
         # Rows are drawn uniformly: a row of weight 2 is drawn as often as any other,
         # a repeated row twice as often (scikit-learn marks its own bagging the same way).
-        return {"check_sample_weight_equivalence_on_dense_data":
-                "bootstrap draws rows uniformly, not in proportion to sample_weight"}
+        return dict.fromkeys(["check_sample_weight_equivalence_on_dense_data",
+                              "check_sample_weight_equivalence_on_sparse_data"],
+                             "bootstrap draws rows uniformly, not in proportion to "
+                             "sample_weight")
     return {}  # bootstrap="weighted" passes it
 
 

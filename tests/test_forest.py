@@ -48,8 +48,10 @@ def _expected_failed_checks(estimator):
         # different random forests (scikit-learn marks its own forests the same way).
         # test_sample_weight_equivalence_without_bootstrap checks the weights themselves;
         # bootstrap="weighted" passes the check (below, and in the list checked here).
-        return {"check_sample_weight_equivalence_on_dense_data":
-                "bootstrap draws rows uniformly, not in proportion to sample_weight"}
+        return dict.fromkeys(["check_sample_weight_equivalence_on_dense_data",
+                              "check_sample_weight_equivalence_on_sparse_data"],
+                             "bootstrap draws rows uniformly, not in proportion to "
+                             "sample_weight")
     return {}
 
 

@@ -447,6 +447,8 @@ _FITTING_CHECKS = [
     "check_methods_subset_invariance", "check_fit2d_1sample", "check_fit2d_1feature",
     "check_dict_unchanged", "check_fit_idempotent", "check_fit_check_is_fitted",
     "check_n_features_in", "check_fit2d_predict1d",
+    "check_sample_weight_equivalence_on_sparse_data", "check_estimator_sparse_tag",
+    "check_estimator_sparse_array", "check_estimator_sparse_matrix",
 ]
 
 

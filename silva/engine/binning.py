@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_vector
+from silva.engine.sparse import column_values, is_sparse
 
 MAX_BINS_LIMIT = 65535
 # A bin index above every value bin: a split whose last left bin is this sends every
@@ -604,32 +605,66 @@ def _numeric_bins_numpy(sorted_columns, features, max_bins, thresholds, lower, u
     values = np.where(is_zero, signed_zero[:, None], sorted_columns)
     is_first = np.ones(values.shape, dtype=np.bool_)
     np.not_equal(values[:, 1:], values[:, :-1], out=is_first[:, 1:])
-    bin_number = np.arange(max_bins - 1)
     for j, f in enumerate(features):
         n = n_present[j]
-        if n == 0:
-            lower[f, 0] = upper[f, 0] = 0.0
-            n_value_bins[f] = 1
-            continue
         first_ranks = np.flatnonzero(is_first[j, :n])
-        distinct = values[j, first_ranks]
-        if distinct.size <= max_bins:
-            lower[f, :distinct.size] = distinct
-            upper[f, :distinct.size] = distinct
-            thresholds[f, :distinct.size - 1] = _midpoints(distinct[:-1], distinct[1:])
-            n_value_bins[f] = distinct.size
-            continue
-        ranks = np.ceil((bin_number + 1) * n / max_bins).astype(np.int64) - 1
-        distinct_index = np.searchsorted(first_ranks, ranks, side="right") - 1
-        closing = bin_number + np.maximum.accumulate(distinct_index - bin_number)
-        closing = closing[:np.count_nonzero(closing < distinct.size - 1)]
-        m = closing.size
-        lower[f, 0] = distinct[0]
-        lower[f, 1:m + 1] = distinct[closing + 1]
-        upper[f, :m] = distinct[closing]
-        upper[f, m] = distinct[-1]
-        thresholds[f, :m] = _midpoints(distinct[closing], distinct[closing + 1])
-        n_value_bins[f] = m + 1
+        _edges_from_distinct(values[j, first_ranks], first_ranks, n, f, max_bins,
+                             thresholds, lower, upper, n_value_bins)
+
+
+def _edges_from_distinct(distinct, first_ranks, n, f, max_bins, thresholds, lower, upper,
+                         n_value_bins):
+    """Bin edges of numeric feature ``f`` from its sorted distinct present values
+    ``distinct``, the rank of each one's first copy in the sorted column
+    (``first_ranks``) and the number of present values ``n``; written to row ``f`` of the
+    binner's arrays. The one rule of :func:`_numeric_bins_numpy`, which dense columns
+    and the sparse columns of :meth:`Binner.fit` (whose zeros are only counted) share.
+    """
+    if n == 0:
+        lower[f, 0] = upper[f, 0] = 0.0
+        n_value_bins[f] = 1
+        return
+    if distinct.size <= max_bins:
+        lower[f, :distinct.size] = distinct
+        upper[f, :distinct.size] = distinct
+        thresholds[f, :distinct.size - 1] = _midpoints(distinct[:-1], distinct[1:])
+        n_value_bins[f] = distinct.size
+        return
+    bin_number = np.arange(max_bins - 1)
+    ranks = np.ceil((bin_number + 1) * n / max_bins).astype(np.int64) - 1
+    distinct_index = np.searchsorted(first_ranks, ranks, side="right") - 1
+    closing = bin_number + np.maximum.accumulate(distinct_index - bin_number)
+    closing = closing[:np.count_nonzero(closing < distinct.size - 1)]
+    m = closing.size
+    lower[f, 0] = distinct[0]
+    lower[f, 1:m + 1] = distinct[closing + 1]
+    upper[f, :m] = distinct[closing]
+    upper[f, m] = distinct[-1]
+    thresholds[f, :m] = _midpoints(distinct[closing], distinct[closing + 1])
+    n_value_bins[f] = m + 1
+
+
+def _sparse_column_distinct(values, n_implicit_zeros):
+    """``(distinct, first_ranks, n_present)`` of a sparse column (see
+    :func:`_edges_from_distinct`) from its stored ``values`` and its count of implicit
+    zeros, without materialising the zeros: they only add to the count of 0.0.
+
+    A stored -0.0 is 0.0, as in ``X.toarray()`` (which adds the stored values to
+    zeros); NaN is missing.
+    """
+    present = values[~np.isnan(values)]
+    present = np.where(present == 0.0, 0.0, present)
+    distinct, counts = np.unique(present, return_counts=True)
+    if n_implicit_zeros:
+        at = np.searchsorted(distinct, 0.0)
+        if at < distinct.size and distinct[at] == 0.0:
+            counts[at] += n_implicit_zeros
+        else:
+            distinct = np.insert(distinct, at, 0.0)
+            counts = np.insert(counts, at, n_implicit_zeros)
+    first_ranks = np.zeros(distinct.size, dtype=np.int64)
+    np.cumsum(counts[:-1], out=first_ranks[1:])
+    return distinct, first_ranks, int(counts.sum())
 
 
 def _codes_numpy(X, is_categorical, thresholds, missing_bin, out):
@@ -667,8 +702,75 @@ class Binner:
         rows when None), as LightGBM (``bin_construct_sample_cnt``) and scikit-learn's
         histogram boosting bin from a subsample of a large dataset. Category counts
         are always taken from every row.
+
+        ``X`` may be a ``scipy.sparse`` matrix or array (canonical: no duplicate
+        entries): it is binned column by column from a CSC copy, its implicit zeros
+        counted, never written out (:mod:`silva.engine.sparse`); the edges are those of
+        ``X.toarray()``, bit for bit.
         """
+        if is_sparse(X):
+            return self._fit_sparse(X, edge_rows)
         return self._fit(X, edge_rows, None)
+
+    def _allocate(self, n_features, n_categories):
+        """The binner's arrays, before any feature is binned."""
+        width = max([self.max_bins, *n_categories.values()])
+        self.bin_thresholds_ = np.full((n_features, max(self.max_bins - 1, 1)), np.inf)
+        self.bin_lower_ = np.zeros((n_features, width))
+        self.bin_upper_ = np.zeros((n_features, width))
+        self.n_value_bins_ = np.ones(n_features, dtype=np.int32)
+
+    def _finish(self, n_categories):
+        """Categorical features' bins (one per code), the missing bin and the dtype."""
+        for f, n_codes in n_categories.items():
+            self.n_value_bins_[f] = n_codes
+            codes = np.arange(n_codes, dtype=np.float64)
+            self.bin_lower_[f, :n_codes] = codes
+            self.bin_upper_[f, :n_codes] = codes
+        self.missing_bin_ = int(self.n_value_bins_.max())
+        self.dtype_ = np.uint8 if self.missing_bin_ <= 255 else np.uint16
+        return self
+
+    def _fit_sparse(self, X, edge_rows):
+        """:meth:`fit` on a sparse ``X``: one conversion to CSC, then per column its
+        stored values and its count of implicit zeros (:func:`_sparse_column_distinct`)
+        give the edges :func:`_numeric_bins_numpy` gives the dense column."""
+        columns = X.tocsc()
+        edge_columns = columns if edge_rows is None else X.tocsr()[edge_rows].tocsc()
+        n_features = X.shape[1]
+        n_categories = {}
+        for f in np.flatnonzero(self.is_categorical):
+            _, values, n_zeros = column_values(columns, f)
+            present = values[~np.isnan(values)]
+            largest = present.max() if present.size else (0.0 if n_zeros else -1.0)
+            if n_zeros:
+                largest = max(largest, 0.0)
+            n_categories[f] = int(largest) + 1 if largest >= 0 else 1
+        self._allocate(n_features, n_categories)
+        for f in np.flatnonzero(~self.is_categorical):
+            _, values, n_zeros = column_values(edge_columns, f)
+            distinct, first_ranks, n_present = _sparse_column_distinct(values, n_zeros)
+            _edges_from_distinct(distinct, first_ranks, n_present, f, self.max_bins,
+                                 self.bin_thresholds_, self.bin_lower_, self.bin_upper_,
+                                 self.n_value_bins_)
+        return self._finish(n_categories)
+
+    def _transform_sparse(self, X):
+        """Bin codes of a sparse ``X``, column by column: the code of 0.0 for the whole
+        column, then the codes of its stored values (:func:`_codes_numpy`'s rule)."""
+        columns = X.tocsc()
+        out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
+        for f in range(X.shape[1]):
+            rows, values, _ = column_values(columns, f)
+            missing = np.isnan(values)
+            if self.is_categorical[f]:
+                out[f] = 0
+                codes = np.where(missing, 0.0, values)
+            else:
+                out[f] = np.searchsorted(self.bin_thresholds_[f], 0.0, side="left")
+                codes = np.searchsorted(self.bin_thresholds_[f], values, side="left")
+            out[f, rows] = np.where(missing, self.missing_bin_, codes)
+        return out
 
     def _fit(self, X, edge_rows, sorted_numeric):
         """:meth:`fit`; ``sorted_numeric``, when given, holds the numeric columns of
@@ -683,11 +785,7 @@ class Binner:
         for f in np.flatnonzero(self.is_categorical):
             present = X[:, f][~np.isnan(X[:, f])]
             n_categories[f] = int(present.max()) + 1 if present.size else 1
-        width = max([max_bins, *n_categories.values()])
-        self.bin_thresholds_ = np.full((n_features, max(max_bins - 1, 1)), np.inf)
-        self.bin_lower_ = np.zeros((n_features, width))
-        self.bin_upper_ = np.zeros((n_features, width))
-        self.n_value_bins_ = np.ones(n_features, dtype=np.int32)
+        self._allocate(n_features, n_categories)
         numeric = np.flatnonzero(~self.is_categorical).astype(np.int64)
         if numeric.size:
             X = np.asarray(X, dtype=np.float64)
@@ -711,17 +809,13 @@ class Binner:
                 X_edges, numeric, max_bins, self.bin_thresholds_, self.bin_lower_,
                 self.bin_upper_, self.n_value_bins_, keys, buffers,
             )
-        for f, n_codes in n_categories.items():
-            self.n_value_bins_[f] = n_codes
-            codes = np.arange(n_codes, dtype=np.float64)
-            self.bin_lower_[f, :n_codes] = codes
-            self.bin_upper_[f, :n_codes] = codes
-        self.missing_bin_ = int(self.n_value_bins_.max())
-        self.dtype_ = np.uint8 if self.missing_bin_ <= 255 else np.uint16
-        return self
+        return self._finish(n_categories)
 
     def transform(self, X):
-        """Bin codes of ``X`` as a C-contiguous (n_features, n_samples) array."""
+        """Bin codes of ``X`` as a C-contiguous (n_features, n_samples) array (dense
+        even for a sparse ``X``: one byte per value up to 255 bins, two above)."""
+        if is_sparse(X):
+            return self._transform_sparse(X)
         out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
         if X.shape[0] * X.shape[1] <= NUMPY_BINNING_MAX_VALUES:
             _codes_numpy(X, self.is_categorical, self.bin_thresholds_, self.missing_bin_,
@@ -742,7 +836,7 @@ class Binner:
         unsorted column mispredicts a branch at each step: 5x slower).
         """
         numeric = np.flatnonzero(~self.is_categorical)
-        if X.size > NUMPY_BINNING_MAX_VALUES or numeric.size == 0:
+        if is_sparse(X) or X.size > NUMPY_BINNING_MAX_VALUES or numeric.size == 0:
             return self.fit(X).transform(X)
         X = np.asarray(X, dtype=np.float64)
         columns = np.ascontiguousarray(X[:, numeric].T)

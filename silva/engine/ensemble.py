@@ -21,6 +21,7 @@ weight 1 (the sum of the trees of that class).
 import numba as nb
 import numpy as np
 
+from silva.engine.sparse import block_rows, dense_row_blocks, is_sparse, rowwise
 from silva.engine.specialize import serial_copy
 from silva.engine.tree import Tree
 
@@ -604,6 +605,7 @@ class PackedTrees:
                              f"({first}, {last}).")
         return int(first), int(last)
 
+    @rowwise
     def apply(self, X, tree_range=None):
         """Leaf id (within its own tree) of each row in each tree: (n_rows, n_trees)."""
         first, last = self._tree_range(tree_range)
@@ -625,11 +627,17 @@ class PackedTrees:
         ``tree_range=(first, last)`` uses trees ``first`` to ``last - 1`` only.
         """
         first, last = self._tree_range(tree_range)
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        if not is_sparse(X):
+            X = np.ascontiguousarray(X, dtype=np.float64)
         if out is None:
             if n_outputs is None:
                 n_outputs = int(self.output_column.max()) + self.n_values
             out = np.zeros((X.shape[0], n_outputs))
+        if is_sparse(X):
+            # Each dense block of rows adds its sums to its own rows of ``out``.
+            for start, stop, block in dense_row_blocks(X):
+                self.predict(block, n_outputs, tree_range, out[start:stop])
+            return out
         kernel = serial_copy(_predict_packed) if X.shape[0] < SERIAL_ROWS else _predict_packed
         kernel(X, first, last, *self._kernel_arrays(), self.value, self.tree_weight,
                self.output_column, out, _block_rows(X.shape[0]))
@@ -644,20 +652,35 @@ class PackedTrees:
         (0/1 error or squared error) over the rows with at least one OOB prediction
         (NaN while no row has one).
         """
-        X = np.ascontiguousarray(X, dtype=np.float64)
         n_rows = X.shape[0]
         sums = np.zeros((n_rows, self.n_values))
         counts = np.zeros(n_rows, dtype=np.int64)
         n_blocks = (n_rows + block_size - 1) // block_size
         curve = np.zeros((n_blocks, self.n_trees, 2))
-        _out_of_bag(X, np.ascontiguousarray(y, dtype=np.float64),
-                    np.ascontiguousarray(inbag, dtype=np.uint8), is_classification,
-                    *self._kernel_arrays(), self.value, sums, counts, curve, block_size)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        inbag = np.ascontiguousarray(inbag, dtype=np.uint8)
+        if is_sparse(X):
+            # Dense chunks of whole blocks: each block's rows and its slice of ``curve``
+            # are those of the dense call, so the sums are the same to the bit.
+            chunk = -(-block_rows(X.shape[1]) // block_size) * block_size
+            X = X.tocsr()
+            for start in range(0, n_rows, chunk):
+                stop = min(start + chunk, n_rows)
+                block = np.ascontiguousarray(X[start:stop].toarray(), dtype=np.float64)
+                _out_of_bag(block, y[start:stop], np.ascontiguousarray(inbag[:, start:stop]),
+                            is_classification, *self._kernel_arrays(), self.value,
+                            sums[start:stop], counts[start:stop],
+                            curve[start // block_size:], block_size)
+        else:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            _out_of_bag(X, y, inbag, is_classification, *self._kernel_arrays(),
+                        self.value, sums, counts, curve, block_size)
         totals = curve.sum(axis=0)
         with np.errstate(invalid="ignore", divide="ignore"):
             loss_curve = np.where(totals[:, 1] > 0, totals[:, 0] / totals[:, 1], np.nan)
         return sums, counts, loss_curve
 
+    @rowwise
     def weighted_quantiles(self, X, leaf_offset, node_start, node_end, leaf_samples,
                            leaf_weights, y_train, quantiles):
         """Quantile regression forest predictions (see :func:`_weighted_quantiles`).

@@ -51,6 +51,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.significance import chi2_sf
+from silva.engine.sparse import rowwise
 from silva.engine.tree_interface import MISSING_BRANCH, Split, branch_test
 
 LEAF = -1
@@ -647,6 +648,7 @@ class MultiwayTree:
     def _kernel_arrays(self):
         return (self.kind, self.feature, self.threshold, self.first_branch, self.n_branches)
 
+    @rowwise
     def predict(self, X):
         """Class probabilities of each row of X (float64, validated), (n_rows, 1, K)."""
         proba = predict_proba_multiway(
@@ -655,6 +657,7 @@ class MultiwayTree:
             np.ascontiguousarray(self.value[:, 0, :]))
         return proba[:, np.newaxis, :]
 
+    @rowwise
     def apply(self, X):
         """Node where each row's single path ends (see :func:`apply_multiway`)."""
         return apply_multiway(X, *self._kernel_arrays(), self.branch_child,

@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse
 
 from silva.engine.nodes import decision_arrays
+from silva.engine.sparse import rowwise, vstack_sparse
 from silva.engine.tree_interface import Split
 
 
@@ -269,8 +270,10 @@ class Tree:
         return (self.children_left, self.children_right, self.feature, self.threshold,
                 self.missing_go_to_left, self.is_categorical, self.category_bitsets)
 
+    @rowwise
     def apply(self, X):
-        """Leaf id of each row of X (float64, validated)."""
+        """Leaf id of each row of X (float64, validated; or sparse, walked in dense
+        blocks of rows)."""
         kernel = apply_tree if X.shape[0] >= PARALLEL_MIN_ROWS else apply_tree_serial
         return kernel(X, *self._kernel_arrays())
 
@@ -278,6 +281,7 @@ class Tree:
         """The ``value`` of each row's leaf, shape (n_rows, n_outputs, n_values)."""
         return self.value[self.apply(X)]
 
+    @rowwise(stack=vstack_sparse)
     def decision_path(self, X):
         """CSR indicator matrix (n_rows, node_count): the nodes each row passes through."""
         indptr, indices = _decision_paths(X, *self._kernel_arrays(), self.node_depth)

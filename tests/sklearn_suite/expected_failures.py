@@ -9,14 +9,13 @@ Reasons fall in three kinds:
 - not applicable: the test exercises scikit-learn's private internals (its Cython
   ``Tree``, criterion objects, private helpers and attributes) that silva, with its
   own engine, does not share, or a scikit-learn-specific deprecation;
-- a feature still to come in issue 23, named: sparse input, multi-output, monotonic_cst,
+- a feature still to come in issue 23, named: multi-output, monotonic_cst,
   weighted bootstrap;
 - a difference by design: silva behaves otherwise on purpose (said why);
 - a gap: silva behaves differently from scikit-learn (an error message, a warning, an
   option, a result) -- still to fix.
 """
 
-SPARSE = "feature to come: sparse input (issue 23 item 4)"
 MULTI_OUTPUT = "feature to come: multi-output y (issue 23 item 2)"
 MONOTONIC_CST = "feature to come: monotonic_cst (issue 23 item 3)"
 WEIGHTED_BOOTSTRAP = "feature to come: weighted bootstrap (issue 23 item 5)"
@@ -40,412 +39,112 @@ def gap(what):
 
 EXPECTED_FAILURES = {
     # --- Features still to come in issue 23
-    "test_bagging.py::test_sparse_classification[*":
-        SPARSE,
-    "test_bagging.py::test_sparse_regression[*":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X0-y0-0.9-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X0-y0-0.9-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X0-y0-0.9-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X0-y0-0.9-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X1-y1-0.65-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X1-y1-0.65-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X1-y1-0.65-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X1-y1-0.65-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X2-y2-0.65-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X2-y2-0.65-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X2-y2-0.65-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[True-X2-y2-0.65-sparse_csr-RandomForestClassifier]":
-        SPARSE,
     "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csc-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X0-y0-0.9-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X0-y0-0.9-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X0-y0-0.9-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X0-y0-0.9-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X1-y1-0.65-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X1-y1-0.65-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X1-y1-0.65-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X1-y1-0.65-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X2-y2-0.65-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X2-y2-0.65-sparse_csc-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X2-y2-0.65-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X2-y2-0.65-sparse_csr-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csc-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csc-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csr-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csr-RandomForestClassifier]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[True-X0-y0-0.7-sparse_csc-ExtraTreesRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[True-X0-y0-0.7-sparse_csc-RandomForestRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[True-X0-y0-0.7-sparse_csr-ExtraTreesRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[True-X0-y0-0.7-sparse_csr-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csc-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csc-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csr-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csr-RandomForestRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X0-y0-0.7-sparse_csc-ExtraTreesRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X0-y0-0.7-sparse_csc-RandomForestRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X0-y0-0.7-sparse_csr-ExtraTreesRegressor]":
-        SPARSE,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X0-y0-0.7-sparse_csr-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csc-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csc-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csr-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csr-RandomForestRegressor]":
-        SPARSE,
-    "test_forest.py::test_memory_layout[*":
-        SPARSE,
-    "test_forest.py::test_read_only_buffer[*":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_array-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_array-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_array-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_array-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_matrix-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_matrix-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_matrix-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[coo_matrix-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_array-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_array-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_array-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_array-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_matrix-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_matrix-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_matrix-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csc_matrix-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_array-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_array-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_array-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_array-RandomForestRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_matrix-ExtraTreesClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_matrix-ExtraTreesRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_matrix-RandomForestClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_forest.py::test_sparse_input[csr_matrix-RandomForestRegressor]":
-        SPARSE,
-    "test_stacking.py::test_stacking_classifier_sparse_passthrough[*":
-        SPARSE,
-    "test_stacking.py::test_stacking_regressor_sparse_passthrough[*":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_array-best-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_array-best-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_array-random-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_array-random-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_matrix-best-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_matrix-best-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_matrix-random-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csc_matrix-random-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_array-best-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_array-best-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_array-random-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_array-random-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_matrix-best-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_matrix-best-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_matrix-random-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_apply_path_readonly_all_trees[csr_matrix-random-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_empty_leaf_infinite_threshold[csc_array]":
-        SPARSE,
-    "test_tree.py::test_empty_leaf_infinite_threshold[csc_matrix]":
-        SPARSE,
-    "test_tree.py::test_explicit_sparse_zeros[csc_array-csr_array-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_explicit_sparse_zeros[csc_array-csr_array-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_explicit_sparse_zeros[csc_matrix-csr_matrix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_explicit_sparse_zeros[csc_matrix-csr_matrix-DecisionTreeRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_memory_layout":
-        SPARSE,
+        gap("sparse X passes now; a regressor fitted on y centred by its mean predicts the class 0 as -4.4e-16, not exactly 0, and the test compares with assert_array_equal"),
     "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_array-DecisionTreeClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_array-DecisionTreeRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_matrix-DecisionTreeClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_matrix-DecisionTreeRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_array-DecisionTreeClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_array-DecisionTreeRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_matrix-DecisionTreeClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_matrix-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_min_weight_leaf_split_level[csc_array-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_min_weight_leaf_split_level[csc_array-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_min_weight_leaf_split_level[csc_matrix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_min_weight_leaf_split_level[csc_matrix-DecisionTreeRegressor]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_missing_value_errors[tree0-csr_array]":
-        SPARSE,
+        design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
     "test_tree.py::test_missing_value_errors[tree0-csr_matrix]":
-        SPARSE,
-    "test_tree.py::test_no_sparse_y_support[csr_array-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_no_sparse_y_support[csr_array-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_no_sparse_y_support[csr_matrix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_no_sparse_y_support[csr_matrix-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-mix-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-neg-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-sparse-pos-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_array-zeros-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-mix-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-neg-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-sparse-pos-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeClassifier-gini]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeClassifier-log_loss]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeRegressor-absolute_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeRegressor-friedman_mse]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeRegressor-poisson]":
-        SPARSE,
-    "test_tree.py::test_sparse_criteria[csc_matrix-zeros-DecisionTreeRegressor-squared_error]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[clf_small-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[clf_small-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[digits-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[digits-DecisionTreeRegressor]":
-        SPARSE,
+        design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
     "test_tree.py::test_sparse_input[multilabel-DecisionTreeClassifier]":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_sparse_input[multilabel-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-mix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-mix-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-neg-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-neg-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-pos-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[sparse-pos-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[toy-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[toy-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[zeros-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_input[zeros-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input_reg_trees[diabetes-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_input_reg_trees[reg_small-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-mix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-mix-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-neg-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-neg-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-pos-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-sparse-pos-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-zeros-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_array-zeros-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-mix-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-mix-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-neg-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-neg-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-pos-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-sparse-pos-DecisionTreeRegressor]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-zeros-DecisionTreeClassifier]":
-        SPARSE,
-    "test_tree.py::test_sparse_parameters[csc_matrix-zeros-DecisionTreeRegressor]":
-        SPARSE,
-    "test_weight_boosting.py::test_sparse_classification[*":
-        SPARSE,
-    "test_weight_boosting.py::test_sparse_regression[*":
-        SPARSE,
+        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_stacking.py::test_stacking_classifier_multilabel_auto_predict[*":
         MULTI_OUTPUT,
     "test_stacking.py::test_stacking_classifier_multilabel_decision_function":
@@ -453,16 +152,8 @@ EXPECTED_FAILURES = {
     "test_stacking.py::test_stacking_classifier_multilabel_predict_proba[*":
         MULTI_OUTPUT,
     "test_tree.py::test_multioutput[DecisionTreeRegressor-absolute_error]":
-        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
+        MULTI_OUTPUT,
     "test_tree.py::test_multioutput[DecisionTreeRegressor-poisson]":
-        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
-    "test_tree.py::test_public_apply_sparse_trees[csr_array-DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_public_apply_sparse_trees[csr_array-DecisionTreeRegressor]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_public_apply_sparse_trees[csr_matrix-DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_public_apply_sparse_trees[csr_matrix-DecisionTreeRegressor]":
         MULTI_OUTPUT,
     "test_bagging.py::test_draw_indices_using_sample_weight[*":
         WEIGHTED_BOOTSTRAP,
@@ -577,4 +268,52 @@ EXPECTED_FAILURES = {
         gap("ValueError: Found array with dim 3, while dim <= 2 is required by AdaBoostClassifier."),
     "test_weight_boosting.py::test_sample_weights_infinite":
         gap("Failed: DID NOT WARN. No warnings of type (<class 'UserWarning'>,) were emitted. Emitted warnings: [ RuntimeWa"),
+    "test_forest.py::test_class_weight_balanced_and_bootstrap_multi_output[*":
+        MULTI_OUTPUT,
+    "test_forest.py::test_classes_shape[*":
+        MULTI_OUTPUT,
+    "test_forest.py::test_classifier_error_oob_score_multiclass_multioutput[*":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-ExtraTreesClassifier]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-RandomForestClassifier]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-ExtraTreesClassifier]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-RandomForestClassifier]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_multioutput_integral_regression_target[*":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-ExtraTreesRegressor]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-RandomForestRegressor]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-ExtraTreesRegressor]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-RandomForestRegressor]":
+        MULTI_OUTPUT,
+    "test_forest.py::test_multioutput[*":
+        MULTI_OUTPUT,
+    "test_forest.py::test_multioutput_string[*":
+        MULTI_OUTPUT,
+    "test_tree.py::test_class_weight_errors[DecisionTreeClassifier]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_class_weights[DecisionTreeClassifier]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_classes_shape":
+        MULTI_OUTPUT,
+    "test_tree.py::test_multioutput[DecisionTreeClassifier-gini]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_multioutput[DecisionTreeClassifier-log_loss]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_multioutput[DecisionTreeRegressor-friedman_mse]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_multioutput[DecisionTreeRegressor-squared_error]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_prune_tree_classifier_are_subtrees[DecisionTreeClassifier-multilabel]":
+        MULTI_OUTPUT,
+    "test_tree.py::test_prune_tree_regression_are_subtrees[DecisionTreeRegressor-multilabel]":
+        MULTI_OUTPUT,
+    "test_voting.py::test_multilabel":
+        MULTI_OUTPUT,
 }
