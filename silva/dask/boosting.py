@@ -61,7 +61,7 @@ from silva.engine.binning import Binner
 #: Rows sampled for the bin edges when ``bin_subsample`` is left at its Dask default.
 DEFAULT_BIN_SAMPLE = 200_000
 
-_DASK_PARAMS = ("client", "on_worker_loss")
+_DASK_PARAMS = ("client", "on_worker_loss", "histogram_reduction")
 #: Lost workers a fit recovers from before it gives up.
 MAX_RECOVERIES = 8
 _MEAN_LOSSES = {"squared_error", "poisson", "gamma", "tweedie", "log_loss", "exponential"}
@@ -73,10 +73,12 @@ class _DaskBoosting:
     _local_class = None
 
     def __init__(self, *, client=None, on_worker_loss="recover",
-                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+                 histogram_reduction="client", bin_subsample=DEFAULT_BIN_SAMPLE,
+                 **params):
         super().__init__(bin_subsample=bin_subsample, **params)
         self.client = client
         self.on_worker_loss = on_worker_loss
+        self.histogram_reduction = histogram_reduction
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
@@ -116,6 +118,8 @@ class _DaskBoosting:
             loss = losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
             metrics.metric_name(self.scoring, loss)  # before any data is read
         _input.check_option(self.on_worker_loss, "on_worker_loss", {"recover", "raise"})
+        _input.check_option(self.histogram_reduction, "histogram_reduction",
+                            {"client", "workers"})
         problems = []
         if self.early_stopping_rounds is not None and eval_set is None:
             problems.append("early stopping on a validation_fraction of the training "
@@ -254,7 +258,9 @@ class _DaskBoosting:
             "n_workers": len(rows_per_worker), "n_rows": n_total,
             "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
             "round_trips": cluster.round_trips, "recoveries": cluster.recoveries,
+            "histogram_reduction": self.histogram_reduction,
             "histogram_bytes": cluster.histogram_bytes,
+            "bytes_between_workers": cluster.bytes_between_workers,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
             "seconds_boosting_waiting_on_workers": cluster.wait_seconds - waited_loading,
         }
@@ -307,7 +313,10 @@ class _DaskBoosting:
                             config.max_depth, config.max_leaf_nodes, config.depthwise,
                             max(1, int(round(config.colsample_bynode * max(1, int(round(
                                 config.colsample_bytree * n_features)))))),
-                            config.monotonic, config.interaction_sets)
+                            config.monotonic, config.interaction_sets,
+                            reduce_on_workers=self.histogram_reduction == "workers")
+        if grower.reduce_on_workers:
+            cluster.connect(grower.owner_search())
         n_bytree = max(1, int(round(config.colsample_bytree * n_features)))
         tree_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
         trees, split_gains = [], []
@@ -348,6 +357,8 @@ class _DaskBoosting:
                         grower.leaf_update = None
                         recover(cluster, lost.address, history, iteration * n_outputs,
                                 iteration)
+                        if grower.reduce_on_workers:
+                            cluster.connect(grower.owner_search())
                 is_leaf = table["left"] == -1
                 grower.finish_tree(k, values)
                 history.append((k, table, bitsets, values))
