@@ -93,6 +93,7 @@ class Cluster:
         self.round_trips = 0
         self.histogram_bytes = 0
         self.bytes_between_workers = 0
+        self.reducing = False  # whether the shards wait for each other (connect)
         self.wait_seconds = 0.0
         self.current_tree = None  # for error messages: the tree being grown
 
@@ -121,6 +122,7 @@ class Cluster:
             except Exception as error:  # noqa: BLE001 - sorted out below
                 if failed is None:
                     failed = (address, error)
+                    self._abort_reduction(address)
         if failed is not None:
             address, error = failed
             gone = self._gone()
@@ -196,8 +198,24 @@ class Cluster:
             try:
                 return future.result(timeout=LIVENESS_CHECK_SECONDS)
             except TimeoutError:
-                if address not in self.client.scheduler_info()["workers"]:
+                gone = self._gone()
+                if address in gone:
                     raise OSError(f"the worker {address} left the cluster") from None
+                if gone:
+                    # This shard waits for a peer that is gone: let it fail now.
+                    self._abort_reduction(gone[0])
+
+    def _abort_reduction(self, lost_address):
+        """Tell the shards other than ``lost_address``'s to stop waiting for their
+        peers' histograms (only while they reduce between themselves)."""
+        if not self.reducing:
+            return
+        for shard, address in zip(self.shards, self.addresses, strict=True):
+            if address != lost_address:
+                try:
+                    shard.abort()
+                except Exception:  # noqa: BLE001, S110 - that worker is gone too
+                    pass
 
     def _lost(self, address, error):
         """Whether ``error`` of the shard on ``address`` means its worker is gone: a
@@ -218,6 +236,7 @@ class Cluster:
         self.call_each("connect", [(self.shards, rank, bounds, owner)
                                    for rank in range(len(self.shards))],
                        what="connecting the shards")
+        self.reducing = True
 
     def drop(self, address):
         """Forget the shard on ``address``; returns the partition indices it held."""

@@ -351,7 +351,14 @@ class Shard:
         self.find_split = numeric_split_finder() if owner.numeric else find_best_split
         self.published = {}
         self.owned_histograms = {}
+        self.aborted = False
         return self.rank
+
+    async def abort(self):
+        """Stop waiting for peers (the driver found one lost): a coroutine, so that it
+        runs while this shard's call waits in the actor's thread. Until the next
+        :meth:`connect`, every wait for a peer fails at once."""
+        self.aborted = True
 
     async def histogram_slice(self, tag, lo, hi):
         """Features ``lo:hi`` of the local histograms this shard published for round
@@ -438,13 +445,27 @@ class Shard:
             if future is None:
                 part = self.published[tag][:, lo:hi]
             else:
-                part = future.result(timeout=PEER_WAIT_SECONDS)
+                part = self._await_peer(future)
                 received += part.nbytes
             if total is None:
                 total = np.array(part, dtype=np.float64, copy=True)
             else:
                 total += part
         return widen_channels(total), received
+
+    def _await_peer(self, future):
+        """A peer's answer; the wait, in slices, ends early when the driver aborts the
+        round (a lost peer's answer may otherwise take minutes to fail)."""
+        deadline = time.monotonic() + PEER_WAIT_SECONDS
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except TimeoutError:
+                if self.aborted:
+                    raise RuntimeError(f"shard {self.rank}: the driver stopped the "
+                                       "reduction (a peer was lost)") from None
+                if time.monotonic() > deadline:
+                    raise
 
     def _search(self, hist, search):
         """This owner's best split of ``search``'s node over its own candidates (None:

@@ -259,6 +259,8 @@ class _DaskBoosting:
             "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
             "round_trips": cluster.round_trips, "recoveries": cluster.recoveries,
             "histogram_reduction": self.histogram_reduction,
+            # "client" when a recovery left two shards on one worker (see _boost).
+            "histogram_reduction_at_end": record["reduction_at_end"],
             "histogram_bytes": cluster.histogram_bytes,
             "bytes_between_workers": cluster.bytes_between_workers,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
@@ -358,7 +360,16 @@ class _DaskBoosting:
                         recover(cluster, lost.address, history, iteration * n_outputs,
                                 iteration)
                         if grower.reduce_on_workers:
-                            cluster.connect(grower.owner_search())
+                            if len(set(cluster.addresses)) < len(cluster.addresses):
+                                # The lost rows went to a worker that has a shard: two
+                                # shards then share the worker's one actor thread, and
+                                # one would wait forever for the other's histograms.
+                                # The client sums them instead (the same sums, in the
+                                # same shard order).
+                                grower.reduce_on_workers = False
+                                cluster.reducing = False
+                            else:
+                                cluster.connect(grower.owner_search())
                 is_leaf = table["left"] == -1
                 grower.finish_tree(k, values)
                 history.append((k, table, bitsets, values))
@@ -385,8 +396,9 @@ class _DaskBoosting:
         if best_iteration is not None:
             del trees[best_iteration + 1:]
             del split_gains[(best_iteration + 1) * n_outputs:]
-        return trees, split_gains, {"evals_result": evals_result,
-                                    "best_iteration": best_iteration}
+        return trees, split_gains, {
+            "evals_result": evals_result, "best_iteration": best_iteration,
+            "reduction_at_end": "workers" if grower.reduce_on_workers else "client"}
 
     @staticmethod
     def _grow_tree(grower, config, column, iteration, feature_mask, seed):
