@@ -154,3 +154,18 @@ def keep_by_worker(client, tasks, indices):
                                "no worker; was a worker lost while loading?")
         by_worker.setdefault(sorted(addresses)[0], []).append((index, future))
     return by_worker
+
+
+def release_and_wait(client, futures, timeout=10.0):
+    """Release ``futures`` and wait (at most ``timeout`` seconds) until no worker holds
+    their results any more: so that their memory is free before the next allocation."""
+    import time
+
+    keys = [f.key for f in futures]
+    for future in futures:
+        future.release()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(client.who_has(keys).values()):
+            return
+        time.sleep(0.02)

@@ -47,8 +47,8 @@ PartitionSummary = namedtuple("PartitionSummary", [
     "largest_codes", "weight_sum", "unit_weights", "n_all_rows", "label_rows"])
 
 #: One partition binned on its worker: its position, feature-major bin codes
-#: (n_features, n_rows), its target as float64 (class indices for classifiers) and its
-#: sample weights.
+#: (n_features, n_rows), its target (float64; class indices as float32 for classifiers,
+#: exact) and its sample weights (None when every one is 1: the shard makes them).
 BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y", "weight"])
 
 #: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
@@ -198,8 +198,13 @@ def bin_partition(template, index, X_part, y_part, w_part, classifier, binner, c
     raw rows live only while this task runs."""
     X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
                                        classifier)
-    y = (np.searchsorted(classes, y) if classes is not None else y).astype(np.float64)
-    return BinnedPartition(index, binner.transform(X), y, weight)
+    # Held until the shard has copied it: kept small (class indices fit float32 exactly;
+    # unit weights are not stored).
+    y = (np.searchsorted(classes, y).astype(np.float32) if classes is not None
+         else y.astype(np.float64))
+    codes = binner.transform(X)
+    del X
+    return BinnedPartition(index, codes, y, None if np.all(weight == 1.0) else weight)
 
 
 class Shard:
@@ -209,11 +214,20 @@ class Shard:
         parts = [p for p in parts if p.y.shape[0] > 0]
         self.partition_indices = [p.index for p in parts]
         self.partition_rows = [p.y.shape[0] for p in parts]
-        self.codes = np.ascontiguousarray(np.concatenate([p.codes for p in parts], axis=1))
-        self.y = np.concatenate([p.y for p in parts])
-        self.weight = np.concatenate([p.weight for p in parts])
-        self.n_rows = self.y.shape[0]
-        self.n_features = self.codes.shape[0]
+        # Each array allocated once at its final size and filled part by part (no
+        # concatenated copy next to it); the parts are released once the shard runs.
+        self.n_rows = int(sum(self.partition_rows))
+        self.n_features = parts[0].codes.shape[0]
+        self.codes = np.empty((self.n_features, self.n_rows), dtype=parts[0].codes.dtype)
+        self.y = np.empty(self.n_rows)
+        self.weight = np.empty(self.n_rows)
+        at = 0
+        for p in parts:
+            end = at + p.y.shape[0]
+            self.codes[:, at:end] = p.codes
+            self.y[at:end] = p.y
+            self.weight[at:end] = 1.0 if p.weight is None else p.weight
+            at = end
 
     def setup(self, missing_bin, loss, init_raw, use_hessian, two_lanes):
         """The grower's workspace on the codes, and the per-row state."""
@@ -232,6 +246,14 @@ class Shard:
         self.nodes = {}
         self.column = 0
         return self.n_rows
+
+    def state_bytes(self):
+        """Bytes of this shard's per-row arrays (sample records, feature-major codes, row
+        positions, raw predictions, gradients, hessians, y, weights) and its rows."""
+        w = self.workspace
+        arrays = (w.stats, w.columns, w.index, self.raw, self.grad, self.hess, self.y,
+                  self.weight)
+        return sum(a.nbytes for a in arrays), self.n_rows
 
     def restore(self, history, n_before_iteration, iteration):
         """Bring a shard started in the middle of a fit (after a lost worker) to the

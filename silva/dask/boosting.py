@@ -215,7 +215,12 @@ class _DaskBoosting:
             futures = [client.submit(_shard.Shard, *[f for _, f in by_worker[a]],
                                      actor=True, workers=[a], allow_other_workers=False,
                                      pure=False) for a in addresses]
-            return ([f.result() for f in futures], addresses, futures,
+            shards = [f.result() for f in futures]
+            # The shards hold copies: the binned partitions go before the shards set up
+            # (their memory would otherwise add to the set-up's peak).
+            _data.release_and_wait(client, [f for held in by_worker.values()
+                                            for _, f in held])
+            return (shards, addresses, futures,
                     [[i for i, _ in by_worker[a]] for a in addresses])
 
         def recover(cluster, lost_address, history, n_before_iteration, iteration):
@@ -236,6 +241,8 @@ class _DaskBoosting:
         cluster = Cluster(client, *start_shards([s.index for s in summaries]))
         try:
             rows_per_worker = cluster.call("setup", *setup_args, what="setting up")
+            held = cluster.call("state_bytes", what="measuring the shards")
+            bytes_per_row = sum(b for b, _ in held) / max(1, sum(n for _, n in held))
             loaded = time.perf_counter()
             waited_loading = cluster.wait_seconds
             trees, split_gains, record = self._boost(cluster, binner, loss, config, rng,
@@ -257,6 +264,7 @@ class _DaskBoosting:
         self.dask_fit_ = {
             "n_workers": len(rows_per_worker), "n_rows": n_total,
             "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
+            "shard_bytes_per_row": bytes_per_row,
             "round_trips": cluster.round_trips, "recoveries": cluster.recoveries,
             "histogram_reduction": self.histogram_reduction,
             # "client" when a recovery left two shards on one worker (see _boost).
