@@ -33,6 +33,15 @@ Round trips (each one call to every shard at once, answered in parallel):
 So a 31-leaf leaf-wise tree costs at most 31 round trips, a depth-6 depthwise tree at most
 7. The summation order over rows differs from the single-machine fit (shard by shard),
 so sums agree to rounding, not bit for bit.
+
+With ``reduce_on_workers`` (``histogram_reduction="workers"``) the round trips are the
+same calls, answered differently: inside each, every shard publishes its local
+histograms, fetches the other shards' parts of the features it owns (actor to actor,
+in parallel), sums them in shard order and searches its features
+(:meth:`silva.dask._shard.Shard.split_reduced`); the driver draws each node's candidate
+features (as the single-machine grower, in the same order) and sends them with the
+split, and picks the best of the owners' answers. Nothing but split descriptions,
+candidates and counts reaches the driver.
 """
 
 import heapq

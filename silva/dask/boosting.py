@@ -16,7 +16,9 @@ checks, losses, binner and tree objects) plus ``client`` and ``on_worker_loss``.
    predictions, gradients and row positions for the whole fit (raw rows are only ever
    held one partition at a time, by the task reading it);
 4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
-   client, the split chosen once by the engine's split finder, applied by every shard.
+   client (or, ``histogram_reduction="workers"``, reduce-scattered between the shards
+   by feature ranges, each shard searching its features), the split chosen once by the
+   engine's split finder, applied by every shard.
 
 A worker lost during the fit is recovered from by default (``on_worker_loss``): its
 partitions are binned again on the workers left, new shards replay the trees so far,
@@ -490,6 +492,16 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
         the workers left, replay the trees so far on them and grow the current tree
         again (the model is the one an undisturbed fit grows), or raise
         :class:`silva.dask.WorkerLostError` naming the worker.
+    histogram_reduction : {"client", "workers"}, default="client"
+        Where the workers' histograms are summed and the split is searched. "client":
+        each worker sends its histograms to the client, which sums them and searches.
+        "workers": a reduce-scatter by feature ranges, as LightGBM's data-parallel
+        learner (Meng et al. 2016): worker k owns a contiguous range of the features,
+        fetches every other worker's part of it, sums the parts in worker order (the
+        same sums as the client's) and searches its features with the engine's split
+        finder; only each owner's best candidate per node reaches the client. The
+        same trees either way; "workers" keeps the client's intake per round trip
+        independent of the number of workers (see docs/distributed.md).
     bin_subsample : int or None, default=200000
         Rows sampled (from all partitions, in proportion to their size) to place the bin
         edges; None uses every row (all rows travel to the client once: only for small
@@ -524,6 +536,8 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     client : distributed.Client or None, default=None
         The cluster to train on; None: ``distributed.get_client()``.
     on_worker_loss : {"recover", "raise"}, default="recover"
+        As for :class:`DaskGradientBoostingRegressor`.
+    histogram_reduction : {"client", "workers"}, default="client"
         As for :class:`DaskGradientBoostingRegressor`.
     bin_subsample : int or None, default=200000
         As for :class:`DaskGradientBoostingRegressor`.
