@@ -206,13 +206,19 @@ class _DaskBoosting:
                      and all(s.unit_weights for s in summaries))
         setup_args = (binner.missing_bin_, loss, init_raw, use_hessian, two_lanes)
 
-        def start_shards(indices):
+        rows_of = {s.index: s.n_rows for s in summaries}
+
+        def start_shards(indices, balance=False):
             """Bin partitions ``indices`` and start a shard on every worker holding some:
-            ``(shards, addresses, actor futures, partitions per shard)``."""
+            ``(shards, addresses, actor futures, partitions per shard)``; ``balance``:
+            first even out the rows per worker (not in a recovery, whose shards go to
+            workers that already hold one)."""
             by_worker = _data.keep_by_worker(client, [
                 delayed(_shard.bin_partition, pure=True)(
                     template, i, *parts[i], classifier, binner, classes)
                 for i in indices], indices)
+            if balance:
+                _data.balance_by_rows(client, by_worker, rows_of)
             addresses = sorted(by_worker)
             futures = [client.submit(_shard.Shard, *[f for _, f in by_worker[a]],
                                      actor=True, workers=[a], allow_other_workers=False,
@@ -240,7 +246,7 @@ class _DaskBoosting:
             cluster.add(shards, addresses, futures, partitions)
             cluster.recoveries += 1
 
-        cluster = Cluster(client, *start_shards([s.index for s in summaries]))
+        cluster = Cluster(client, *start_shards([s.index for s in summaries], balance=True))
         try:
             rows_per_worker = cluster.call("setup", *setup_args, what="setting up")
             held = cluster.call("state_bytes", what="measuring the shards")
