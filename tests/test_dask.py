@@ -87,6 +87,10 @@ def test_same_trees_as_single_machine(client, growth, task, reduction):
     _assert_same_trees(model, local)
     info = model.dask_fit_
     assert info["n_workers"] == 2 and info["n_rows"] == len(y)
+    # The rows are evened out over the workers: partitions move while a move lowers the
+    # larger load, so the loads end less than a partition apart.
+    rows = info["rows_per_worker"]
+    assert sum(rows) == len(y) and max(rows) - min(rows) <= max(CHUNKS)
     # Round trips per tree: one to start it, then at most one per split (leaf-wise) or
     # per level (depthwise); the count is what docs/distributed.md states (the
     # reduction between the workers adds one per fit, to connect the shards).
