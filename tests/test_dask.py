@@ -392,12 +392,12 @@ def test_unsupported_options_are_refused_before_loading(client):
 
 
 def test_reduction_between_workers_matches_the_single_machine():
-    """``histogram_reduction="workers"`` on 4 workers and 3 numeric features plus a
-    category column (so one owner holds no feature): every shard sums its features'
-    histograms from its peers and searches them; with sample weights (four channels),
-    three classes, per-node feature draws and a monotone constraint, the trees are the
-    single machine's."""
-    X, _, y_regression = _data(n=1600, n_features=3, seed=8)
+    """``histogram_reduction="workers"`` on 4 workers and 2 numeric features plus a
+    category column (so the first owner holds no feature and fetches feature 0 for the
+    root's sums): every shard sums its features' histograms from its peers and searches
+    them; with sample weights (four channels), three classes, per-node feature draws
+    and a monotone constraint, the trees are the single machine's."""
+    X, _, y_regression = _data(n=1600, n_features=2, seed=8)
     rng = np.random.RandomState(8)
     colour = rng.randint(0, 6, size=1600).astype(float)
     X = np.column_stack([X, colour])
@@ -405,7 +405,7 @@ def test_reduction_between_workers_matches_the_single_machine():
                     [-0.5, 0.8])
     weight = rng.uniform(0.5, 2.0, size=1600)
     params = dict(n_estimators=3, max_leaf_nodes=10, colsample_bynode=0.7,
-                  categorical_features=[3], monotonic_constraints=[1, 0, 0, 0],
+                  categorical_features=[2], monotonic_constraints=[1, 0, 0],
                   random_state=5, min_samples_leaf=5)
     with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, \

@@ -12,7 +12,12 @@ gradients and hessians, and the current tree's partition of its row positions. N
 but histograms, split counts and a few numbers leaves the shard.
 
 The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is one round
-trip. The shard runs the engine's compiled kernels on its rows, unchanged:
+trip. With the reduction between the workers (``histogram_reduction="workers"``) the
+shards also call each other inside a round trip: :meth:`Shard.connect` gives each the
+others' handles and a range of features to own, :meth:`Shard.split_reduced` and
+:meth:`Shard.start_tree_reduced` sum the owned features' histograms from every shard
+(:meth:`Shard.histogram_slice`, a coroutine served from the worker's event loop) and
+search them. The shard runs the engine's compiled kernels on its rows, unchanged:
 :func:`~silva.engine.gradient_histogram.node_histogram` for a node's local histogram and
 :func:`~silva.engine.partition.partition` to apply a split. Its histogram passes are
 serial (``threads=1``: the same row blocks, one after the other): a Dask worker's
