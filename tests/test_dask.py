@@ -69,9 +69,10 @@ def _assert_same_trees(dask_model, local_model):
                                        atol=1e-12 * np.abs(b.value).max())
 
 
+@pytest.mark.parametrize("reduction", ["client", "workers"])
 @pytest.mark.parametrize("growth", ["leafwise", "depthwise"])
 @pytest.mark.parametrize("task", ["binary", "regression"])
-def test_same_trees_as_single_machine(client, growth, task):
+def test_same_trees_as_single_machine(client, growth, task, reduction):
     X, y_binary, y_regression = _data()
     y = y_binary if task == "binary" else y_regression
     params = dict(n_estimators=6, max_leaf_nodes=12, growth=growth, random_state=0,
@@ -80,17 +81,36 @@ def test_same_trees_as_single_machine(client, growth, task):
         (DaskGradientBoostingClassifier, silva.GradientBoostingClassifier)
         if task == "binary" else
         (DaskGradientBoostingRegressor, silva.GradientBoostingRegressor))
-    model = dask_class(client=client, **params).fit(
+    model = dask_class(client=client, histogram_reduction=reduction, **params).fit(
         da.from_array(X, chunks=(CHUNKS, -1)), da.from_array(y, chunks=(CHUNKS,)))
     local = local_class(**params).fit(X, y)
     _assert_same_trees(model, local)
     info = model.dask_fit_
     assert info["n_workers"] == 2 and info["n_rows"] == len(y)
+    # The rows are evened out over the workers: partitions move while a move lowers the
+    # larger load, so the loads end less than a partition apart.
+    rows = info["rows_per_worker"]
+    assert sum(rows) == len(y) and max(rows) - min(rows) <= max(CHUNKS)
     # Round trips per tree: one to start it, then at most one per split (leaf-wise) or
-    # per level (depthwise); the count is what docs/distributed.md states.
+    # per level (depthwise); the count is what docs/distributed.md states (the
+    # reduction between the workers adds one per fit, to connect the shards).
     n_trees = model.n_iter_
     per_tree = 11 if growth == "leafwise" else 4
-    assert info["round_trips"] <= 4 + n_trees * (1 + per_tree)
+    assert info["round_trips"] <= 5 + n_trees * (1 + per_tree)
+    # Histogram volume: 6 features x 256 bins x 2 channels (unit hessians for squared
+    # error; the log loss's are not: 4) x 8 bytes per histogram a shard builds.
+    channels = 2 if task == "regression" else 4
+    per_histogram = 6 * (model._binner.missing_bin_ + 1) * channels * 8
+    if reduction == "client":
+        assert info["bytes_between_workers"] == 0
+        assert info["histogram_bytes"] % (2 * per_histogram) == 0
+    else:
+        # Each shard receives the other's half of every histogram (3 of 6 features),
+        # and feature 0 again at the root; the client only the owners' candidates.
+        roots = n_trees * per_histogram // 6
+        moved = info["bytes_between_workers"] - roots
+        assert moved > 0 and moved % per_histogram == 0
+        assert info["histogram_bytes"] < moved / 20
     np.testing.assert_allclose(model.predict(X), local.predict(X), rtol=1e-9, atol=1e-12)
 
 
@@ -371,6 +391,39 @@ def test_unsupported_options_are_refused_before_loading(client):
         DaskGradientBoostingClassifier(client=client, learning_rate=-1.0).fit(dX, dy)
 
 
+def test_reduction_between_workers_matches_the_single_machine():
+    """``histogram_reduction="workers"`` on 4 workers and 2 numeric features plus a
+    category column (so the first owner holds no feature and fetches feature 0 for the
+    root's sums): every shard sums its features' histograms from its peers and searches
+    them; with sample weights (four channels), three classes, per-node feature draws
+    and a monotone constraint, the trees are the single machine's."""
+    X, _, y_regression = _data(n=1600, n_features=2, seed=8)
+    rng = np.random.RandomState(8)
+    colour = rng.randint(0, 6, size=1600).astype(float)
+    X = np.column_stack([X, colour])
+    y = np.digitize(y_regression + np.array([0, 1.5, -1, 0.5, -0.5, 1])[colour.astype(int)],
+                    [-0.5, 0.8])
+    weight = rng.uniform(0.5, 2.0, size=1600)
+    params = dict(n_estimators=3, max_leaf_nodes=10, colsample_bynode=0.7,
+                  categorical_features=[2], monotonic_constraints=[1, 0, 0],
+                  random_state=5, min_samples_leaf=5)
+    with distributed.LocalCluster(n_workers=4, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as four:
+        model = DaskGradientBoostingClassifier(
+            client=four, histogram_reduction="workers", **params).fit(
+            da.from_array(X, chunks=(400, -1)), da.from_array(y, chunks=400),
+            sample_weight=da.from_array(weight, chunks=400))
+        assert model.dask_fit_["n_workers"] == 4
+        assert model.dask_fit_["bytes_between_workers"] > 0
+    local = silva.GradientBoostingClassifier(**params).fit(X, y, sample_weight=weight)
+    assert any(t.is_categorical.any() for it in local.estimators_ for t in it)
+    _assert_same_trees(model, local)
+    with pytest.raises(ValueError, match="histogram_reduction"):
+        DaskGradientBoostingClassifier(histogram_reduction="ring").fit(
+            da.from_array(X, chunks=(400, -1)), da.from_array(y, chunks=400))
+
+
 # ---------------------------------------------------------- worker processes
 async def _exit_worker():
     os._exit(1)
@@ -407,11 +460,17 @@ def test_worker_processes_and_lost_workers():
                         time.sleep(0.05)
             return callback
 
-        killer = kill_a_worker_at(1)
-        recovered = DaskGradientBoostingClassifier(client=process_client, **params).fit(
-            dX, dy, callbacks=[killer])
-        assert recovered.dask_fit_["recoveries"] == 1
-        _assert_same_trees(recovered, reference)
+        for reduction in ("client", "workers"):
+            process_client.wait_for_workers(2, timeout=60)
+            killer = kill_a_worker_at(1)
+            recovered = DaskGradientBoostingClassifier(
+                client=process_client, histogram_reduction=reduction, **params).fit(
+                dX, dy, callbacks=[killer])
+            assert recovered.dask_fit_["recoveries"] == 1
+            # The lost rows went to the worker left, now with two shards: the client
+            # sums their histograms from then on.
+            assert recovered.dask_fit_["histogram_reduction_at_end"] == "client"
+            _assert_same_trees(recovered, reference)
 
         process_client.wait_for_workers(2, timeout=60)  # the nanny restarts the worker
         killer = kill_a_worker_at(1)

@@ -154,3 +154,63 @@ def keep_by_worker(client, tasks, indices):
                                "no worker; was a worker lost while loading?")
         by_worker.setdefault(sorted(addresses)[0], []).append((index, future))
     return by_worker
+
+
+def release_and_wait(client, futures, timeout=10.0):
+    """Release ``futures`` and wait (at most ``timeout`` seconds) until no worker holds
+    their results any more: so that their memory is free before the next allocation."""
+    import time
+
+    keys = [f.key for f in futures]
+    for future in futures:
+        future.release()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(client.who_has(keys).values()):
+            return
+        time.sleep(0.02)
+
+
+def _same(value):
+    return value
+
+
+def balance_by_rows(client, by_worker, rows):
+    """Even out the rows the workers hold (``by_worker`` as :func:`keep_by_worker` returns
+    it, changed in place; ``rows[i]``: partition ``i``'s rows): Dask places the
+    partitions as its scheduler sees fit, and a worker given more than its share can pass
+    its memory limit once its shard is built. A partition moves from the most to the
+    least loaded worker (a task pinned there copies it; binned partitions are small)
+    while the move lowers the larger of the two loads, choosing the partition that
+    leaves the two nearest; each move lowers the sum of squared loads, so this ends."""
+    from distributed import wait
+
+    load = {address: 0 for address in client.scheduler_info()["workers"]}
+    for address, held in by_worker.items():
+        load[address] = sum(rows[i] for i, _ in held)
+    moved, replaced = [], []
+    while len(load) > 1:
+        heavy = max(sorted(load), key=load.get)
+        light = min(sorted(load), key=load.get)
+        held = by_worker.get(heavy, [])
+        gap = load[heavy] - load[light]
+        # A move of r rows leaves the pair |gap - 2r| apart: it helps when 0 < r < gap.
+        fits = [(abs(gap - 2 * rows[i]), k) for k, (i, _) in enumerate(held)
+                if 0 < rows[i] < gap]
+        if not fits:
+            break
+        _, k = min(fits)
+        index, future = held.pop(k)
+        copy = client.submit(_same, future, workers=[light], allow_other_workers=False,
+                             pure=False)
+        by_worker.setdefault(light, []).append((index, copy))
+        load[heavy] -= rows[index]
+        load[light] += rows[index]
+        moved.append(copy)
+        replaced.append(future)
+    if moved:
+        wait(moved)
+        release_and_wait(client, replaced)
+    for address in [a for a, held in by_worker.items() if not held]:
+        del by_worker[address]
+    return by_worker

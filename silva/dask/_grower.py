@@ -33,15 +33,31 @@ Round trips (each one call to every shard at once, answered in parallel):
 So a 31-leaf leaf-wise tree costs at most 31 round trips, a depth-6 depthwise tree at most
 7. The summation order over rows differs from the single-machine fit (shard by shard),
 so sums agree to rounding, not bit for bit.
+
+With ``reduce_on_workers`` (``histogram_reduction="workers"``) the round trips are the
+same calls, answered differently: inside each, every shard publishes its local
+histograms, fetches the other shards' parts of the features it owns (actor to actor,
+in parallel), sums them in shard order and searches its features
+(:meth:`silva.dask._shard.Shard.split_reduced`); the driver draws each node's candidate
+features (as the single-machine grower, in the same order) and sends them with the
+split, and picks the best of the owners' answers. Nothing but split descriptions,
+candidates and counts reaches the driver.
 """
 
 import heapq
+import pickle
 import time
 from concurrent.futures import CancelledError
 
 import numpy as np
 
-from silva.dask._shard import SplitRequest
+from silva.dask._shard import (
+    NodeSearch,
+    OwnerSearch,
+    SplitRequest,
+    feature_owners,
+    widen_channels,
+)
 from silva.engine.binning import ALL_VALUE_BINS
 from silva.engine.gradient_grower import left_weight, new_search_buffers, node_candidates
 from silva.engine.gradient_histogram import COUNT_CHANNEL, N_CHANNELS, WEIGHT_CHANNEL
@@ -85,6 +101,8 @@ class Cluster:
         self.recoveries = 0
         self.round_trips = 0
         self.histogram_bytes = 0
+        self.bytes_between_workers = 0
+        self.reducing = False  # whether the shards wait for each other (connect)
         self.wait_seconds = 0.0
         self.current_tree = None  # for error messages: the tree being grown
 
@@ -113,9 +131,15 @@ class Cluster:
             except Exception as error:  # noqa: BLE001 - sorted out below
                 if failed is None:
                     failed = (address, error)
+                    self._abort_reduction(address)
         if failed is not None:
             address, error = failed
-            if not self._lost(address, error):
+            gone = self._gone()
+            if gone:
+                # With the reduction between the workers, a shard whose peer died fails
+                # too: name the worker that is gone, not the one that complained.
+                address = gone[0]
+            elif not self._lost(address, error):
                 raise error  # the shard's own error (a bug, bad data), not a lost worker
             where = "" if self.current_tree is None else f" at tree {self.current_tree}"
             raise WorkerLostError(
@@ -183,8 +207,24 @@ class Cluster:
             try:
                 return future.result(timeout=LIVENESS_CHECK_SECONDS)
             except TimeoutError:
-                if address not in self.client.scheduler_info()["workers"]:
+                gone = self._gone()
+                if address in gone:
                     raise OSError(f"the worker {address} left the cluster") from None
+                if gone:
+                    # This shard waits for a peer that is gone: let it fail now.
+                    self._abort_reduction(gone[0])
+
+    def _abort_reduction(self, lost_address):
+        """Tell the shards other than ``lost_address``'s to stop waiting for their
+        peers' histograms (only while they reduce between themselves)."""
+        if not self.reducing:
+            return
+        for shard, address in zip(self.shards, self.addresses, strict=True):
+            if address != lost_address:
+                try:
+                    shard.abort()
+                except Exception:  # noqa: BLE001, S110 - that worker is gone too
+                    pass
 
     def _lost(self, address, error):
         """Whether ``error`` of the shard on ``address`` means its worker is gone: a
@@ -196,6 +236,16 @@ class Cluster:
             return address not in self.client.scheduler_info()["workers"]
         except Exception:  # noqa: BLE001 - no scheduler either: nothing is left
             return True
+
+    def connect(self, owner):
+        """Start the reduction between the workers (``owner``: an
+        :class:`~silva.dask._shard.OwnerSearch`): each shard learns its peers and the
+        features it owns. Called again after a recovery, as the shards change."""
+        bounds = feature_owners(len(owner.n_value_bins), len(self.shards))
+        self.call_each("connect", [(self.shards, rank, bounds, owner)
+                                   for rank in range(len(self.shards))],
+                       what="connecting the shards")
+        self.reducing = True
 
     def drop(self, address):
         """Forget the shard on ``address``; returns the partition indices it held."""
@@ -228,8 +278,13 @@ class TreeGrower:
     tables, growth rules and split-search buffers."""
 
     def __init__(self, cluster, binner, is_categorical, params, max_depth, max_leaf_nodes,
-                 depthwise, features_per_node, monotonic, interaction_sets):
+                 depthwise, features_per_node, monotonic, interaction_sets,
+                 reduce_on_workers=False):
         self.cluster = cluster
+        # True: histograms are summed between the shards, each searching its features
+        # (Shard.split_reduced); False: summed and searched here.
+        self.reduce_on_workers = bool(reduce_on_workers)
+        self.reduce_round = 0
         self.n_value_bins = binner.n_value_bins_
         self.is_categorical = is_categorical.astype(np.uint8)
         self.missing_bin = int(binner.missing_bin_)
@@ -251,6 +306,14 @@ class TreeGrower:
         self.deferred_splits = []
         self.leaf_update = None
 
+    def owner_search(self):
+        """What the shards need to search their features (the reduction between the
+        workers)."""
+        return OwnerSearch(np.ascontiguousarray(self.n_value_bins),
+                           self.is_categorical, np.ascontiguousarray(self.monotonic),
+                           self.missing_bin, self.params, self.constrained, self.n_words,
+                           not self.is_categorical.any())
+
     # ------------------------------------------------------------------ a tree
     def grow(self, column, iteration, feature_mask, seed):
         """One tree on gradient column ``column``: ``(table, bitsets)`` as the engine's
@@ -260,22 +323,36 @@ class TreeGrower:
         self.search = search
         self.feature_mask = feature_mask
         unlimited = self.max_leaf_nodes <= 0
-        roots = self.cluster.call("start_tree", column, iteration, self.deferred_splits,
-                                  self.leaf_update, what="the root's histograms")
-        self.deferred_splits = []
-        self.leaf_update = None
-        root_hist = self._sum(roots)
-        # Every sample falls in one bin of feature 0 (the missing bin included); summed
-        # bin after bin, as the engine sums them.
-        root_sums = np.cumsum(root_hist[0], axis=0)[-1].copy()
-
         self.nodes = []  # per node: a dict of its fields
         self.histograms = {}
         frontier = []
         head = 0
+        if self.reduce_on_workers:
+            # The root's candidates are drawn first, as _create draws them.
+            candidates = self._candidates(np.zeros(self.n_features, dtype=np.uint8))
+            answers = self.cluster.call(
+                "start_tree_reduced", column, iteration, self.deferred_splits,
+                self.leaf_update, candidates, self._next_round(),
+                what="the root's histograms, reduced")
+            self._count_reduced(answers)
+            root_sums = answers[0][0]
+            root_found = self._best_of([a[1] for a in answers])
+            root_hist = None
+        else:
+            roots = self.cluster.call("start_tree", column, iteration,
+                                      self.deferred_splits, self.leaf_update,
+                                      what="the root's histograms")
+            root_hist = self._sum(roots)
+            # Every sample falls in one bin of feature 0 (the missing bin included);
+            # summed bin after bin, as the engine sums them.
+            root_sums = np.cumsum(root_hist[0], axis=0)[-1].copy()
+            root_found = None
+        self.deferred_splits = []
+        self.leaf_update = None
         # The root, then each batch of children: (sums, hist or None, lower, upper,
         # depth, parent, needs_histogram).
-        self._create(root_sums, root_hist, -np.inf, np.inf, 0, -1, True, frontier)
+        self._create(root_sums, root_hist, -np.inf, np.inf, 0, -1, True, frontier,
+                     root_found)
         n_leaves = 1
         while True:
             # The splits of this round: the best leaf (leaf-wise), or the whole current
@@ -327,25 +404,49 @@ class TreeGrower:
 
     # ------------------------------------------------------------------ steps
     def _sum(self, histograms):
-        """The shards' histograms summed, with all four channels: shards of a fit with
-        unit hessians and weights send the gradient and hessian channels only, and the
-        count and weight channels are then the hessian's (as the engine's two-lane
-        passes widen them)."""
+        """The shards' histograms summed in shard order, with all four channels
+        (:func:`~silva.dask._shard.widen_channels`)."""
         total = np.array(histograms[0], dtype=np.float64, copy=True)
         self.cluster.histogram_bytes += sum(h.nbytes for h in histograms)
         for h in histograms[1:]:
             total += h
-        if total.shape[-1] == N_CHANNELS:
-            return total
-        full = np.empty(total.shape[:-1] + (N_CHANNELS,))
-        full[..., 1:3] = total
-        full[..., COUNT_CHANNEL] = total[..., 1]
-        full[..., WEIGHT_CHANNEL] = total[..., 1]
-        return full
+        return widen_channels(total)
 
-    def _create(self, sums, hist, lower, upper, depth, parent, needs_histogram, frontier):
+    def _next_round(self):
+        self.reduce_round += 1
+        return self.reduce_round
+
+    def _count_reduced(self, answers):
+        """Bytes of a reduced round: the owners' candidates into the client (as
+        pickled), the histogram parts between the workers (as the shards count them)."""
+        self.cluster.histogram_bytes += sum(len(pickle.dumps(a[-2])) for a in answers)
+        self.cluster.bytes_between_workers += sum(int(a[-1]) for a in answers)
+
+    @staticmethod
+    def _best_of(found):
+        """The best of the owners' splits of one node (owners in shard order hold
+        increasing feature ranges: strict '>' keeps the lowest feature on a tie, as the
+        engine's search does); None when no owner has one."""
+        best = None
+        for split in found:
+            if split is not None and (best is None or split.score > best.score):
+                best = split
+        return best
+
+    def _candidates(self, path):
+        """A node's candidate features (increasing), drawn from the tree's state as the
+        single-machine grower draws them."""
+        s = self.search
+        n = node_candidates(path, self.feature_mask, self.interaction_sets,
+                            self.features_per_node, s.rng_state, s.candidates)
+        return s.candidates[:n].copy()
+
+    def _create(self, sums, hist, lower, upper, depth, parent, needs_histogram, frontier,
+                found=None):
         """A new node from its channel ``sums``; with a histogram, its best split is
-        searched, and a gainful one puts it on the frontier."""
+        searched (on the client; or, reduced between the workers, ``found`` is the
+        owners' best: an :class:`~silva.dask._shard.OwnerSplit` or None), and a gainful
+        one puts it on the frontier."""
         node = len(self.nodes)
         path = (np.zeros(self.n_features, dtype=np.uint8) if parent < 0
                 else self.nodes[parent]["path"].copy())
@@ -364,31 +465,39 @@ class TreeGrower:
         self.nodes.append(row)
         if not needs_histogram:
             return
-        s = self.search
-        n_candidates = node_candidates(path, self.feature_mask, self.interaction_sets,
-                                        self.features_per_node, s.rng_state, s.candidates)
-        gain, feature, split_bin, missing_left = self.find_best_split(
-            hist, s.candidates, n_candidates, self.n_value_bins, self.is_categorical,
-            self.monotonic, np.int64(self.missing_bin), sums, params, lower, upper,
-            self.constrained, s.feature_score, s.feature_bin, s.feature_missing_left,
-            s.feature_left, s.feature_bitset, s.scan_scratch)
-        if feature < 0 or gain <= 0.0:
-            return
-        categorical = self.is_categorical[feature] != 0
+        if self.reduce_on_workers:
+            if found is None or found.gain <= 0.0:
+                return
+            gain, feature = found.gain, found.feature
+            split_bin, missing_left = found.split_bin, found.missing_left
+            left_sums, weight_left, bitset = found.left_sums, found.left_weight, found.bitset
+        else:
+            s = self.search
+            candidates = self._candidates(path)
+            gain, feature, split_bin, missing_left = self.find_best_split(
+                hist, candidates, np.int64(len(candidates)), self.n_value_bins,
+                self.is_categorical, self.monotonic, np.int64(self.missing_bin), sums,
+                params, lower, upper, self.constrained, s.feature_score, s.feature_bin,
+                s.feature_missing_left, s.feature_left, s.feature_bitset, s.scan_scratch)
+            if feature < 0 or gain <= 0.0:
+                return
+            left_sums = s.feature_left[feature]
+            weight_left = left_weight(
+                hist[feature], self.n_value_bins[feature], np.int64(self.missing_bin),
+                np.int64(split_bin), bool(missing_left),
+                bool(self.is_categorical[feature] != 0), s.feature_bitset[feature])
+            bitset = s.feature_bitset[feature]
+            self.histograms[node] = hist
         row["split_gain"] = gain
         row["split_feature"] = int(feature)
         row["split_bin"] = int(split_bin)
         row["split_missing_left"] = bool(missing_left)
-        row["left_count"] = s.feature_left[feature, 0]
-        row["left_gradient"] = s.feature_left[feature, 1]
-        row["left_hessian"] = s.feature_left[feature, 2]
-        row["left_weight"] = left_weight(
-            hist[feature], self.n_value_bins[feature], np.int64(self.missing_bin),
-            np.int64(split_bin), bool(missing_left), bool(categorical),
-            s.feature_bitset[feature])
-        if categorical:
-            row["bitset"] = s.feature_bitset[feature].copy()
-        self.histograms[node] = hist
+        row["left_count"] = left_sums[0]
+        row["left_gradient"] = left_sums[1]
+        row["left_hessian"] = left_sums[2]
+        row["left_weight"] = weight_left
+        if self.is_categorical[feature] != 0:
+            row["bitset"] = bitset.copy()
         if self.depthwise:
             frontier.append((-gain, node))
         else:
@@ -454,17 +563,27 @@ class TreeGrower:
                 split["node"], int(row["feature"]), int(row["split_bin"]),
                 bool(row["missing_left"]), bool(row["is_categorical"]), row["bitset"],
                 base + 2 * k, base + 2 * k + 1, int(split["build"])))
+        found = []
         if not any(r.histogram_child >= 0 for r in requests):
             # No histogram is needed: the partitions can wait for the next call.
             self.deferred_splits.extend(requests)
             answers = None
         else:
-            answers = self.cluster.call("split", self.deferred_splits + requests,
-                                        what="a split's histograms")
             n_deferred = len(self.deferred_splits)
+            if self.reduce_on_workers:
+                searches = [None] * n_deferred + self._searches(batch, base)
+                answers = self.cluster.call(
+                    "split_reduced", self.deferred_splits + requests, searches,
+                    self._next_round(), what="a split's histograms, reduced")
+                self._count_reduced(answers)
+                found = [self._best_of(owners)
+                         for owners in zip(*[a[1] for a in answers], strict=True)]
+            else:
+                answers = self.cluster.call("split", self.deferred_splits + requests,
+                                            what="a split's histograms")
+                built = self._sum([a[1] for a in answers])
             self.deferred_splits = []
             n_left = np.sum([a[0][n_deferred:] for a in answers], axis=0)
-            built = self._sum([a[1] for a in answers])
             for k, split in enumerate(batch):
                 if n_left[k] != split["sums"][0, COUNT_CHANNEL]:
                     raise RuntimeError(
@@ -472,23 +591,44 @@ class TreeGrower:
                         f"{split['node']}, the histograms {split['sums'][0, 0]}: the "
                         "workers' data changed during the fit.")
         j = 0
+        found = iter(found)
         for k, split in enumerate(batch):
             node = split["node"]
-            parent_hist = self.histograms.pop(node)
             child_hist = [None, None]
-            if split["build"] >= 0:
-                smaller = split["smaller"]
-                child_hist[smaller] = built[j]
-                j += 1
-                parent_hist -= child_hist[smaller]
-                child_hist[1 - smaller] = parent_hist
+            if not self.reduce_on_workers:
+                parent_hist = self.histograms.pop(node)
+                if split["build"] >= 0:
+                    smaller = split["smaller"]
+                    child_hist[smaller] = built[j]
+                    j += 1
+                    parent_hist -= child_hist[smaller]
+                    child_hist[1 - smaller] = parent_hist
             row = self.nodes[node]
             row["left"] = base + 2 * k
             row["right"] = base + 2 * k + 1
             for c in range(2):
+                searched = bool(split["needs"][c] and split["build"] >= 0)
                 self._create(split["sums"][c], child_hist[c], split["lower"][c],
-                             split["upper"][c], row["depth"] + 1, node,
-                             split["needs"][c] and child_hist[c] is not None, frontier)
+                             split["upper"][c], row["depth"] + 1, node, searched, frontier,
+                             next(found) if searched and self.reduce_on_workers else None)
+
+    def _searches(self, batch, base):
+        """Per split of ``batch``: None when the shards build no histogram, else the
+        :class:`~silva.dask._shard.NodeSearch` of each child that may split (None for
+        the other), their candidates drawn in the order _create draws them."""
+        searches = []
+        for k, split in enumerate(batch):
+            if split["build"] < 0:
+                searches.append(None)
+                continue
+            row = self.nodes[split["node"]]
+            path = row["path"].copy()
+            path[row["feature"]] = 1
+            searches.append(tuple(
+                NodeSearch(base + 2 * k + c, split["sums"][c], split["lower"][c],
+                           split["upper"][c], self._candidates(path))
+                if split["needs"][c] else None for c in range(2)))
+        return searches
 
     def _table(self):
         n_nodes = len(self.nodes)

@@ -12,7 +12,12 @@ gradients and hessians, and the current tree's partition of its row positions. N
 but histograms, split counts and a few numbers leaves the shard.
 
 The driver (:mod:`silva.dask._grower`) calls the shard's methods; each call is one round
-trip. The shard runs the engine's compiled kernels on its rows, unchanged:
+trip. With the reduction between the workers (``histogram_reduction="workers"``) the
+shards also call each other inside a round trip: :meth:`Shard.connect` gives each the
+others' handles and a range of features to own, :meth:`Shard.split_reduced` and
+:meth:`Shard.start_tree_reduced` sum the owned features' histograms from every shard
+(:meth:`Shard.histogram_slice`, a coroutine served from the worker's event loop) and
+search them. The shard runs the engine's compiled kernels on its rows, unchanged:
 :func:`~silva.engine.gradient_histogram.node_histogram` for a node's local histogram and
 :func:`~silva.engine.partition.partition` to apply a split. Its histogram passes are
 serial (``threads=1``: the same row blocks, one after the other): a Dask worker's
@@ -21,12 +26,19 @@ process, where concurrent parallel regions of numba's default threading layer ar
 allowed.
 """
 
+import asyncio
+import time
 from collections import namedtuple
 
 import numpy as np
 
 from silva.engine import gradient_histogram
+from silva.engine.gradient_histogram import COUNT_CHANNEL, N_CHANNELS, WEIGHT_CHANNEL
 from silva.engine.partition import partition
+
+#: How long a shard waits for a peer's histograms in the reduction between the workers
+#: before it gives up (the driver then finds out which worker is gone).
+PEER_WAIT_SECONDS = 120.0
 
 #: What the client learns of one partition before the bin edges: its position, its row
 #: count (rows of positive weight), its labels and their weighted counts (classifiers) or
@@ -40,8 +52,8 @@ PartitionSummary = namedtuple("PartitionSummary", [
     "largest_codes", "weight_sum", "unit_weights", "n_all_rows", "label_rows"])
 
 #: One partition binned on its worker: its position, feature-major bin codes
-#: (n_features, n_rows), its target as float64 (class indices for classifiers) and its
-#: sample weights.
+#: (n_features, n_rows), its target (float64; class indices as float32 for classifiers,
+#: exact) and its sample weights (None when every one is 1: the shard makes them).
 BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y", "weight"])
 
 #: A split the shard applies to its rows of ``node``: the split's feature, last left bin,
@@ -51,6 +63,47 @@ BinnedPartition = namedtuple("BinnedPartition", ["index", "codes", "y", "weight"
 SplitRequest = namedtuple("SplitRequest", [
     "node", "feature", "split_bin", "missing_left", "is_categorical", "bitset", "left",
     "right", "histogram_child"])
+
+#: What a shard needs to search its own slice of the features when histograms are
+#: reduced between the workers: the fit's per-feature bin counts, category flags (uint8)
+#: and monotone directions (all features), the missing bin, the split-search
+#: parameters, whether bounds apply, the bitset words per category split, and whether
+#: the fit has no categorical feature (the engine's numeric-only split finder).
+OwnerSearch = namedtuple("OwnerSearch", [
+    "n_value_bins", "is_categorical", "monotonic", "missing_bin", "params", "constrained",
+    "n_words", "numeric"])
+
+#: A node the feature owners search: its id, channel sums (4), output bounds and its
+#: candidate features (global indices, increasing), drawn by the driver.
+NodeSearch = namedtuple("NodeSearch", ["node", "sums", "lower", "upper", "candidates"])
+
+#: One owner's best split of a node over its features: the children's score (what the
+#: engine's search maximises; ties go to the lower feature), the gain, the (global)
+#: feature, last left bin, missing side, left channel sums (count, gradient, hessian),
+#: left weight and the left-category bitset (None for a numeric feature).
+OwnerSplit = namedtuple("OwnerSplit", [
+    "score", "gain", "feature", "split_bin", "missing_left", "left_sums", "left_weight",
+    "bitset"])
+
+
+def widen_channels(total):
+    """A summed histogram with all four channels: shards of a fit with unit hessians and
+    weights send the gradient and hessian channels only, and the count and weight
+    channels are then the hessian's (as the engine's two-lane passes widen them)."""
+    if total.shape[-1] == N_CHANNELS:
+        return total
+    full = np.empty(total.shape[:-1] + (N_CHANNELS,))
+    full[..., 1:3] = total
+    full[..., COUNT_CHANNEL] = total[..., 1]
+    full[..., WEIGHT_CHANNEL] = total[..., 1]
+    return full
+
+
+def feature_owners(n_features, n_shards):
+    """``n_shards + 1`` bounds: shard ``k`` owns features ``bounds[k]:bounds[k + 1]``
+    (contiguous ranges of near-equal size; some empty when shards outnumber features)."""
+    return np.array([k * n_features // n_shards for k in range(n_shards + 1)],
+                    dtype=np.int64)
 
 
 def validated_partition(template, index, X_part, y_part, w_part, classifier,
@@ -150,8 +203,13 @@ def bin_partition(template, index, X_part, y_part, w_part, classifier, binner, c
     raw rows live only while this task runs."""
     X, y, weight = validated_partition(template, index, X_part, y_part, w_part,
                                        classifier)
-    y = (np.searchsorted(classes, y) if classes is not None else y).astype(np.float64)
-    return BinnedPartition(index, binner.transform(X), y, weight)
+    # Held until the shard has copied it: kept small (class indices fit float32 exactly;
+    # unit weights are not stored).
+    y = (np.searchsorted(classes, y).astype(np.float32) if classes is not None
+         else y.astype(np.float64))
+    codes = binner.transform(X)
+    del X
+    return BinnedPartition(index, codes, y, None if np.all(weight == 1.0) else weight)
 
 
 class Shard:
@@ -161,11 +219,20 @@ class Shard:
         parts = [p for p in parts if p.y.shape[0] > 0]
         self.partition_indices = [p.index for p in parts]
         self.partition_rows = [p.y.shape[0] for p in parts]
-        self.codes = np.ascontiguousarray(np.concatenate([p.codes for p in parts], axis=1))
-        self.y = np.concatenate([p.y for p in parts])
-        self.weight = np.concatenate([p.weight for p in parts])
-        self.n_rows = self.y.shape[0]
-        self.n_features = self.codes.shape[0]
+        # Each array allocated once at its final size and filled part by part (no
+        # concatenated copy next to it); the parts are released once the shard runs.
+        self.n_rows = int(sum(self.partition_rows))
+        self.n_features = parts[0].codes.shape[0]
+        self.codes = np.empty((self.n_features, self.n_rows), dtype=parts[0].codes.dtype)
+        self.y = np.empty(self.n_rows)
+        self.weight = np.empty(self.n_rows)
+        at = 0
+        for p in parts:
+            end = at + p.y.shape[0]
+            self.codes[:, at:end] = p.codes
+            self.y[at:end] = p.y
+            self.weight[at:end] = 1.0 if p.weight is None else p.weight
+            at = end
 
     def setup(self, missing_bin, loss, init_raw, use_hessian, two_lanes):
         """The grower's workspace on the codes, and the per-row state."""
@@ -184,6 +251,14 @@ class Shard:
         self.nodes = {}
         self.column = 0
         return self.n_rows
+
+    def state_bytes(self):
+        """Bytes of this shard's per-row arrays (sample records, feature-major codes, row
+        positions, raw predictions, gradients, hessians, y, weights) and its rows."""
+        w = self.workspace
+        arrays = (w.stats, w.columns, w.index, self.raw, self.grad, self.hess, self.y,
+                  self.weight)
+        return sum(a.nbytes for a in arrays), self.n_rows
 
     def restore(self, history, n_before_iteration, iteration):
         """Bring a shard started in the middle of a fit (after a lost worker) to the
@@ -264,6 +339,192 @@ class Shard:
             out[k, 0] = np.dot(w, self.grad[rows, column])
             out[k, 1] = np.dot(w, self.hess[rows, column])
         return out
+
+    # ------------------------------------- histograms reduced between the workers
+    # LightGBM's data-parallel reduce-scatter (Meng et al. 2016, "A communication-
+    # efficient parallel algorithm for decision tree", section 3; LightGBM's docs,
+    # "Parallel Learning"): shard k owns a contiguous range of the features. After it
+    # builds its local histograms it publishes them, fetches every other shard's part
+    # of its own range, sums the parts in shard order (the order the driver summed
+    # them in, so the totals are the same numbers on every run), keeps the totals of
+    # the nodes that may split later (the subtraction trick needs the parent's), and
+    # searches its features with the engine's split finder. Only each owner's best
+    # candidate per node goes to the driver.
+    def connect(self, peers, rank, bounds, owner):
+        """Join the reduction: ``peers`` are every shard's actor handles in rank order
+        (this one at ``rank``), ``bounds`` the features' owners
+        (:func:`feature_owners`), ``owner`` an :class:`OwnerSearch`."""
+        from distributed import get_worker
+        from distributed.actor import Actor
+
+        from silva.engine.gradient_grower import new_search_buffers
+        from silva.engine.gradient_splitting import find_best_split, numeric_split_finder
+
+        # Handles bound to this worker, made here in the actor's thread: a handle
+        # unpickled with the call's arguments may be bound to another worker of a
+        # threaded cluster, and would then call its peer's object in place.
+        worker = get_worker()
+        self.peers = [Actor(type(self), peer._address, peer.key, worker=worker)
+                      for peer in peers]
+        self.rank = int(rank)
+        lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+        self.owned = (lo, hi)
+        self.owner = owner
+        self.owner_bins = np.ascontiguousarray(owner.n_value_bins[lo:hi])
+        self.owner_categorical = np.ascontiguousarray(owner.is_categorical[lo:hi])
+        self.owner_monotonic = np.ascontiguousarray(owner.monotonic[lo:hi])
+        self.owner_buffers = new_search_buffers(max(1, hi - lo), self.n_bins,
+                                                owner.n_words, np.uint64(0))
+        self.find_split = numeric_split_finder() if owner.numeric else find_best_split
+        self.published = {}
+        self.owned_histograms = {}
+        self.aborted = False
+        return self.rank
+
+    async def abort(self):
+        """Stop waiting for peers (the driver found one lost): a coroutine, so that it
+        runs while this shard's call waits in the actor's thread. Until the next
+        :meth:`connect`, every wait for a peer fails at once."""
+        self.aborted = True
+
+    async def histogram_slice(self, tag, lo, hi):
+        """Features ``lo:hi`` of the local histograms this shard published for round
+        ``tag`` (a coroutine: it runs on the worker's event loop, so peers get it while
+        this shard's own call, in the actor's thread, waits for theirs)."""
+        deadline = time.monotonic() + PEER_WAIT_SECONDS
+        while tag not in self.published:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"shard {self.rank} never published round {tag}")
+            await asyncio.sleep(0.0002)
+        published = self.published[tag]
+        if isinstance(published, Exception):
+            raise RuntimeError(f"shard {self.rank} failed in round {tag}: "
+                               f"{published!r}")
+        return np.ascontiguousarray(published[:, lo:hi])
+
+    def start_tree_reduced(self, column, iteration, pending_splits, leaf_update,
+                           root_candidates, tag):
+        """:meth:`start_tree`, then the root's histogram reduced between the shards:
+        ``(root sums, this owner's best root split or None, bytes received from
+        peers)``. Every owner also sums feature 0's part (a few kB) to take the root's
+        channel sums from its bins, as the single-machine grower does."""
+        try:
+            local = self.start_tree(column, iteration, pending_splits, leaf_update)
+            self.owned_histograms = {}
+        except Exception as error:
+            self.published = {tag: error}
+            raise
+        totals, received = self._reduce(tag, local[None], self.owned)
+        if self.owned[0] == 0 and self.owned[1] > 0:
+            first = totals[0, :1]
+        else:
+            first, more = self._reduce(tag, None, (0, 1))
+            first = first[0]
+            received += more
+        root_sums = np.cumsum(first[0], axis=0)[-1].copy()
+        root = totals[0]
+        self.owned_histograms[0] = root
+        found = self._search(root, NodeSearch(0, root_sums, -np.inf, np.inf,
+                                              root_candidates))
+        return root_sums, found, received
+
+    def split_reduced(self, requests, searches, tag):
+        """:meth:`split` with the histograms reduced between the shards: ``(left counts,
+        best split per searched child, in request then child order, bytes received from
+        peers)``. ``searches[k]`` is, for a request that builds a histogram, a pair
+        (left, right) of :class:`NodeSearch` or None (a child that will not split)."""
+        try:
+            n_left, local = self.split(requests)
+        except Exception as error:
+            self.published = {tag: error}
+            raise
+        totals, received = self._reduce(tag, local, self.owned)
+        found = []
+        j = 0
+        for request, search in zip(requests, searches, strict=True):
+            if request.histogram_child < 0:
+                continue
+            built = request.histogram_child
+            children = [None, None]
+            children[built] = totals[j]
+            j += 1
+            parent = self.owned_histograms.pop(request.node)
+            parent -= children[built]  # the larger child: parent minus the smaller
+            children[1 - built] = parent
+            for c, child in enumerate((request.left, request.right)):
+                if search[c] is not None:
+                    self.owned_histograms[child] = children[c]
+                    found.append(self._search(children[c], search[c]))
+        return n_left, found, received
+
+    def _reduce(self, tag, local, features):
+        """Publish ``local`` (stacked local histograms; None: published already) for
+        round ``tag`` and sum every shard's part of ``features`` (lo, hi) in shard
+        order: ``(totals with four channels, bytes received from peers)``."""
+        if local is not None:
+            self.published = {tag: local}  # older rounds are done: every peer answered
+        lo, hi = features
+        pending = [None if r == self.rank else peer.histogram_slice(tag, lo, hi)
+                   for r, peer in enumerate(self.peers)]
+        total = None
+        received = 0
+        for future in pending:
+            if future is None:
+                part = self.published[tag][:, lo:hi]
+            else:
+                part = self._await_peer(future)
+                received += part.nbytes
+            if total is None:
+                total = np.array(part, dtype=np.float64, copy=True)
+            else:
+                total += part
+        return widen_channels(total), received
+
+    def _await_peer(self, future):
+        """A peer's answer; the wait, in slices, ends early when the driver aborts the
+        round (a lost peer's answer may otherwise take minutes to fail)."""
+        deadline = time.monotonic() + PEER_WAIT_SECONDS
+        while True:
+            try:
+                return future.result(timeout=0.5)
+            except TimeoutError:
+                if self.aborted:
+                    raise RuntimeError(f"shard {self.rank}: the driver stopped the "
+                                       "reduction (a peer was lost)") from None
+                if time.monotonic() > deadline:
+                    raise
+
+    def _search(self, hist, search):
+        """This owner's best split of ``search``'s node over its own candidates (None:
+        no candidate of its features passes the split rules)."""
+        from silva.engine.gradient_grower import left_weight
+
+        lo, hi = self.owned
+        candidates = np.asarray(search.candidates, dtype=np.int64)
+        mine = candidates[(candidates >= lo) & (candidates < hi)] - lo
+        if mine.size == 0:
+            return None
+        b = self.owner_buffers
+        b.candidates[:mine.size] = mine
+        owner = self.owner
+        gain, feature, split_bin, missing_left = self.find_split(
+            hist, b.candidates, np.int64(mine.size), self.owner_bins,
+            self.owner_categorical, self.owner_monotonic, np.int64(owner.missing_bin),
+            np.asarray(search.sums, dtype=np.float64), owner.params,
+            np.float64(search.lower), np.float64(search.upper), bool(owner.constrained),
+            b.feature_score, b.feature_bin, b.feature_missing_left, b.feature_left,
+            b.feature_bitset, b.scan_scratch)
+        if feature < 0:
+            return None
+        categorical = self.owner_categorical[feature] != 0
+        weight = left_weight(hist[feature], self.owner_bins[feature],
+                             np.int64(owner.missing_bin), np.int64(split_bin),
+                             bool(missing_left), bool(categorical),
+                             b.feature_bitset[feature])
+        return OwnerSplit(float(b.feature_score[feature]), float(gain), lo + int(feature),
+                          int(split_bin), bool(missing_left), b.feature_left[feature].copy(),
+                          float(weight),
+                          b.feature_bitset[feature].copy() if categorical else None)
 
     # ------------------------------------------------------------------ steps
     def _apply_splits(self, requests):

@@ -16,7 +16,9 @@ checks, losses, binner and tree objects) plus ``client`` and ``on_worker_loss``.
    predictions, gradients and row positions for the whole fit (raw rows are only ever
    held one partition at a time, by the task reading it);
 4. grows each tree with :class:`silva.dask._grower.TreeGrower`: histograms summed on the
-   client, the split chosen once by the engine's split finder, applied by every shard.
+   client (or, ``histogram_reduction="workers"``, reduce-scattered between the shards
+   by feature ranges, each shard searching its features), the split chosen once by the
+   engine's split finder, applied by every shard.
 
 A worker lost during the fit is recovered from by default (``on_worker_loss``): its
 partitions are binned again on the workers left, new shards replay the trees so far,
@@ -61,7 +63,7 @@ from silva.engine.binning import Binner
 #: Rows sampled for the bin edges when ``bin_subsample`` is left at its Dask default.
 DEFAULT_BIN_SAMPLE = 200_000
 
-_DASK_PARAMS = ("client", "on_worker_loss")
+_DASK_PARAMS = ("client", "on_worker_loss", "histogram_reduction")
 #: Lost workers a fit recovers from before it gives up.
 MAX_RECOVERIES = 8
 _MEAN_LOSSES = {"squared_error", "poisson", "gamma", "tweedie", "log_loss", "exponential"}
@@ -73,10 +75,12 @@ class _DaskBoosting:
     _local_class = None
 
     def __init__(self, *, client=None, on_worker_loss="recover",
-                 bin_subsample=DEFAULT_BIN_SAMPLE, **params):
+                 histogram_reduction="client", bin_subsample=DEFAULT_BIN_SAMPLE,
+                 **params):
         super().__init__(bin_subsample=bin_subsample, **params)
         self.client = client
         self.on_worker_loss = on_worker_loss
+        self.histogram_reduction = histogram_reduction
 
     def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
             callbacks=None):
@@ -116,6 +120,8 @@ class _DaskBoosting:
             loss = losses.make_loss(self.loss, n_classes=2 if self._is_classifier else None)
             metrics.metric_name(self.scoring, loss)  # before any data is read
         _input.check_option(self.on_worker_loss, "on_worker_loss", {"recover", "raise"})
+        _input.check_option(self.histogram_reduction, "histogram_reduction",
+                            {"client", "workers"})
         problems = []
         if self.early_stopping_rounds is not None and eval_set is None:
             problems.append("early stopping on a validation_fraction of the training "
@@ -200,18 +206,29 @@ class _DaskBoosting:
                      and all(s.unit_weights for s in summaries))
         setup_args = (binner.missing_bin_, loss, init_raw, use_hessian, two_lanes)
 
-        def start_shards(indices):
+        rows_of = {s.index: s.n_rows for s in summaries}
+
+        def start_shards(indices, balance=False):
             """Bin partitions ``indices`` and start a shard on every worker holding some:
-            ``(shards, addresses, actor futures, partitions per shard)``."""
+            ``(shards, addresses, actor futures, partitions per shard)``; ``balance``:
+            first even out the rows per worker (not in a recovery, whose shards go to
+            workers that already hold one)."""
             by_worker = _data.keep_by_worker(client, [
                 delayed(_shard.bin_partition, pure=True)(
                     template, i, *parts[i], classifier, binner, classes)
                 for i in indices], indices)
+            if balance:
+                _data.balance_by_rows(client, by_worker, rows_of)
             addresses = sorted(by_worker)
             futures = [client.submit(_shard.Shard, *[f for _, f in by_worker[a]],
                                      actor=True, workers=[a], allow_other_workers=False,
                                      pure=False) for a in addresses]
-            return ([f.result() for f in futures], addresses, futures,
+            shards = [f.result() for f in futures]
+            # The shards hold copies: the binned partitions go before the shards set up
+            # (their memory would otherwise add to the set-up's peak).
+            _data.release_and_wait(client, [f for held in by_worker.values()
+                                            for _, f in held])
+            return (shards, addresses, futures,
                     [[i for i, _ in by_worker[a]] for a in addresses])
 
         def recover(cluster, lost_address, history, n_before_iteration, iteration):
@@ -229,9 +246,11 @@ class _DaskBoosting:
             cluster.add(shards, addresses, futures, partitions)
             cluster.recoveries += 1
 
-        cluster = Cluster(client, *start_shards([s.index for s in summaries]))
+        cluster = Cluster(client, *start_shards([s.index for s in summaries], balance=True))
         try:
             rows_per_worker = cluster.call("setup", *setup_args, what="setting up")
+            held = cluster.call("state_bytes", what="measuring the shards")
+            bytes_per_row = sum(b for b, _ in held) / max(1, sum(n for _, n in held))
             loaded = time.perf_counter()
             waited_loading = cluster.wait_seconds
             trees, split_gains, record = self._boost(cluster, binner, loss, config, rng,
@@ -253,8 +272,13 @@ class _DaskBoosting:
         self.dask_fit_ = {
             "n_workers": len(rows_per_worker), "n_rows": n_total,
             "rows_per_worker": rows_per_worker, "bin_sample_rows": int(sum(wanted)),
+            "shard_bytes_per_row": bytes_per_row,
             "round_trips": cluster.round_trips, "recoveries": cluster.recoveries,
+            "histogram_reduction": self.histogram_reduction,
+            # "client" when a recovery left two shards on one worker (see _boost).
+            "histogram_reduction_at_end": record["reduction_at_end"],
             "histogram_bytes": cluster.histogram_bytes,
+            "bytes_between_workers": cluster.bytes_between_workers,
             "seconds_loading": loaded - started, "seconds_boosting": finished - loaded,
             "seconds_boosting_waiting_on_workers": cluster.wait_seconds - waited_loading,
         }
@@ -307,7 +331,10 @@ class _DaskBoosting:
                             config.max_depth, config.max_leaf_nodes, config.depthwise,
                             max(1, int(round(config.colsample_bynode * max(1, int(round(
                                 config.colsample_bytree * n_features)))))),
-                            config.monotonic, config.interaction_sets)
+                            config.monotonic, config.interaction_sets,
+                            reduce_on_workers=self.histogram_reduction == "workers")
+        if grower.reduce_on_workers:
+            cluster.connect(grower.owner_search())
         n_bytree = max(1, int(round(config.colsample_bytree * n_features)))
         tree_categories = np.where(self.is_categorical_, binner.n_value_bins_, 0)
         trees, split_gains = [], []
@@ -348,6 +375,17 @@ class _DaskBoosting:
                         grower.leaf_update = None
                         recover(cluster, lost.address, history, iteration * n_outputs,
                                 iteration)
+                        if grower.reduce_on_workers:
+                            if len(set(cluster.addresses)) < len(cluster.addresses):
+                                # The lost rows went to a worker that has a shard: two
+                                # shards then share the worker's one actor thread, and
+                                # one would wait forever for the other's histograms.
+                                # The client sums them instead (the same sums, in the
+                                # same shard order).
+                                grower.reduce_on_workers = False
+                                cluster.reducing = False
+                            else:
+                                cluster.connect(grower.owner_search())
                 is_leaf = table["left"] == -1
                 grower.finish_tree(k, values)
                 history.append((k, table, bitsets, values))
@@ -374,8 +412,9 @@ class _DaskBoosting:
         if best_iteration is not None:
             del trees[best_iteration + 1:]
             del split_gains[(best_iteration + 1) * n_outputs:]
-        return trees, split_gains, {"evals_result": evals_result,
-                                    "best_iteration": best_iteration}
+        return trees, split_gains, {
+            "evals_result": evals_result, "best_iteration": best_iteration,
+            "reduction_at_end": "workers" if grower.reduce_on_workers else "client"}
 
     @staticmethod
     def _grow_tree(grower, config, column, iteration, feature_mask, seed):
@@ -459,6 +498,16 @@ class DaskGradientBoostingRegressor(_DaskBoosting, GradientBoostingRegressor):
         the workers left, replay the trees so far on them and grow the current tree
         again (the model is the one an undisturbed fit grows), or raise
         :class:`silva.dask.WorkerLostError` naming the worker.
+    histogram_reduction : {"client", "workers"}, default="client"
+        Where the workers' histograms are summed and the split is searched. "client":
+        each worker sends its histograms to the client, which sums them and searches.
+        "workers": a reduce-scatter by feature ranges, as LightGBM's data-parallel
+        learner (Meng et al. 2016): worker k owns a contiguous range of the features,
+        fetches every other worker's part of it, sums the parts in worker order (the
+        same sums as the client's) and searches its features with the engine's split
+        finder; only each owner's best candidate per node reaches the client. The
+        same trees either way; "workers" keeps the client's intake per round trip
+        independent of the number of workers (see docs/distributed.md).
     bin_subsample : int or None, default=200000
         Rows sampled (from all partitions, in proportion to their size) to place the bin
         edges; None uses every row (all rows travel to the client once: only for small
@@ -493,6 +542,8 @@ class DaskGradientBoostingClassifier(_DaskBoosting, GradientBoostingClassifier):
     client : distributed.Client or None, default=None
         The cluster to train on; None: ``distributed.get_client()``.
     on_worker_loss : {"recover", "raise"}, default="recover"
+        As for :class:`DaskGradientBoostingRegressor`.
+    histogram_reduction : {"client", "workers"}, default="client"
         As for :class:`DaskGradientBoostingRegressor`.
     bin_subsample : int or None, default=200000
         As for :class:`DaskGradientBoostingRegressor`.
