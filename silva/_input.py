@@ -296,8 +296,9 @@ def ready_to_predict(estimator, X, *, allow_nan=True):
     return allow_nan and not np.isinf(X).any()
 
 
-def validate_X(estimator, X, *, reset):
-    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected.
+def validate_X(estimator, X, *, reset, allow_infinite=False):
+    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected unless
+    ``allow_infinite`` (a meta-estimator whose members validate their own input).
 
     Frames of pandas, polars or pyarrow are accepted (their column names become
     ``feature_names_in_``); at predict time a frame must have the fit columns in the fit
@@ -310,25 +311,26 @@ def validate_X(estimator, X, *, reset):
         check_frame_columns(getattr(estimator, "feature_names_in_", None), X)
     return validate_data(
         estimator, X, reset=reset, dtype=np.float64, order="C",
-        ensure_all_finite="allow-nan",
+        ensure_all_finite=False if allow_infinite else "allow-nan",
     )
 
 
-def prepare_X(estimator, X, *, reset, categorical_features=None):
+def prepare_X(estimator, X, *, reset, categorical_features=None, allow_infinite=False):
     """Validated float64 X for ``estimator``, categorical frame columns encoded.
 
     The one call an estimator needs at fit (``reset=True``) and predict (``reset=False``):
     converts polars/pyarrow input, resolves ``categorical_features`` (stored as
     ``estimator.is_categorical_``), fits or applies a :class:`CategoryEncoder` (stored as
     ``estimator._encoder``; None when there is nothing to encode) and records or checks
-    ``n_features_in_`` and ``feature_names_in_``.
+    ``n_features_in_`` and ``feature_names_in_``. ``allow_infinite``: see
+    :func:`validate_X`.
     """
     X = as_pandas_or_array(X)
     if not reset:
         encoder = getattr(estimator, "_encoder", None)
         if encoder is not None and _is_dataframe(X):
             X = encoder.transform(X)
-        return validate_X(estimator, X, reset=False)
+        return validate_X(estimator, X, reset=False, allow_infinite=allow_infinite)
     names = frame_column_names(X)
     n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
     mask = None
@@ -338,7 +340,7 @@ def prepare_X(estimator, X, *, reset, categorical_features=None):
     if _is_dataframe(X) and mask is not None and mask.any():
         estimator._encoder = CategoryEncoder().fit(X, mask)
         X = estimator._encoder.transform(X)
-    X = validate_X(estimator, X, reset=True)
+    X = validate_X(estimator, X, reset=True, allow_infinite=allow_infinite)
     if mask is None:
         mask = resolve_categorical_features(categorical_features, X, X.shape[1], names)
     estimator.is_categorical_ = mask

@@ -104,6 +104,20 @@ def _check_member_weight(has_weight, counts):
                          "positive sample_weight, or draw more of them (max_samples).")
 
 
+def _seed_nested_random_states(member, seed):
+    """Give every nested ``random_state`` (``step__random_state`` of a pipeline, say) that
+    is not an int a seed of its own, drawn from the member's ``seed``: so that the member
+    is reproducible from its seed (refitting it on ``estimators_samples_`` gives it back),
+    as scikit-learn's bagging does. The member's own ``random_state`` is set by the caller.
+    """
+    nested = sorted(name for name, value in member.get_params(deep=True).items()
+                    if name.endswith("__random_state")
+                    and not isinstance(value, numbers.Integral))
+    if nested:
+        seeds = np.random.RandomState(seed).randint(_MAX_SEED, size=len(nested))
+        member.set_params(**{name: int(s) for name, s in zip(nested, seeds, strict=True)})
+
+
 def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_rows=None):
     """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones.
 
@@ -120,10 +134,11 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
         params = member.get_params(deep=False)
         if "random_state" in params:
             member.set_params(random_state=int(seed))
+        _seed_nested_random_states(member, seed)
         if "categorical_features" in params and is_categorical is not None:
             member.set_params(categorical_features=is_categorical[features])
         X_member = X[:, features]
-        if isinstance(member, BaseDecisionTree):
+        if isinstance(member, BaseDecisionTree) and has_fit_parameter(member, "sample_weight"):
             # Counts as weights: the same tree as on repeated rows, without copying them.
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
             rows = order[weights[order] > 0]
@@ -201,7 +216,11 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
         # scikit-learn estimators keep each constructor parameter as an attribute.
         categorical = (self.categorical_features
                        if hasattr(base, "categorical_features") else None)
-        return _input.prepare_X(self, X, reset=reset, categorical_features=categorical)
+        # Infinity is left for a foreign estimator to judge (a pipeline may start with an
+        # imputer that replaces it), as scikit-learn's bagging does; silva's trees refuse
+        # it, so it is refused here, with the ensemble's name.
+        return _input.prepare_X(self, X, reset=reset, categorical_features=categorical,
+                                allow_infinite=not isinstance(base, BaseDecisionTree))
 
     def _fit(self, X, y, sample_weight):
         n_samples, n_features = X.shape
@@ -314,9 +333,13 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
 
     @property
     def estimators_samples_(self):
-        """The row ids each member was fitted on (repeats removed)."""
+        """The row ids each member drew, sorted, a row repeated as often as it was drawn
+        (as a forest's and scikit-learn's bagging's: the in-bag sample with its repeats);
+        ``X[estimators_samples_[i]]`` is what a member whose fit takes no
+        ``sample_weight`` was fitted on."""
         check_is_fitted(self, "estimators_")
-        return [np.flatnonzero(self._draw(seed)[0]) for seed in self._seeds]
+        rows = np.arange(self._fit_signature[0])
+        return [np.repeat(rows, self._draw(seed)[0]) for seed in self._seeds]
 
     def _out_of_bag_members(self, n_samples):
         """(member, its column ids, its out-of-bag row ids) for every member."""
