@@ -483,6 +483,15 @@ def check_target_scale(y, sample_weight):
             f"{10.0 ** np.floor(np.log10(largest)):.0e}) and scale the predictions back.")
 
 
+def numeric_or_none(values):
+    """``values`` as a float64 array, or None when they are not numbers (to check their
+    content before their shape is validated)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_sample_weight(sample_weight, n_samples):
     """Validated float64 sample weights (ones when None).
 
@@ -504,6 +513,14 @@ def check_sample_weight(sample_weight, n_samples):
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"sample_weight must be numeric: {error}") from None
+    if sample_weight.ndim == 0:
+        # A TypeError whose first sentence is scikit-learn's, so that code matching it
+        # keeps working: a 0-d array is not a Python number, which is broadcast above.
+        raise TypeError(
+            "Input should have at least 1 dimension i.e. satisfy `len(x.shape) > 0`, got "
+            f"scalar `{sample_weight!r}` instead. sample_weight must be a number or an "
+            f"array of shape ({n_samples},)."
+        )
     if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
         # scikit-learn's "sample_weight.shape == (1,), expected (6,)" kept inside.
         raise ValueError(

@@ -593,8 +593,6 @@ EXPECTED_FAILURES = {
         gap("assert np.float64(0.4285714285714287) == 0"),
     "test_tree.py::test_behaviour_constant_feature_after_splits":
         gap("assert 3 == 2 + where 3 = <silva.engine.tree.Tree object>.max_depth + where <silva.engine.tree.Tree object> = "),
-    "test_tree.py::test_error":
-        gap("AssertionError: Regex pattern did not match. Expected regex: 'y is not positive.*Poisson' Actual message: 'y m"),
     "test_tree.py::test_importances_gini_equal_squared_error":
         gap("AssertionError: Arrays are not almost equal to 7 decimals Mismatched elements: 4 / 10 (40%) Mismatch at indice"),
     "test_tree.py::test_min_impurity_decrease[42-DecisionTreeRegressor-friedman_mse]":
@@ -607,8 +605,6 @@ EXPECTED_FAILURES = {
         gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([6.70806529e-01, 1.48461685e+00, 2.6"),
     "test_tree.py::test_poisson_zero_nodes[2]":
         gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([1.24956364e+00, 4.17361603e-01, 1.6"),
-    "test_tree.py::test_sample_weight_invalid":
-        gap("ValueError: sample_weight must have shape (100,), one weight per sample; got shape () (sample_weight.shape == "),
     "test_voting.py::test_sample_weight_kwargs":
         gap("ValueError: estimator 'mock' must be an classifier with fit and predict (or 'drop'); got MockClassifier()."),
     "test_voting.py::test_set_estimator_drop":
