@@ -89,9 +89,10 @@ def _check_poisson_target(y, sample_weight):
                          "negative values.")
     total = np.sum(y) if sample_weight is None else np.sum(y * sample_weight)
     if not total > 0:
-        raise ValueError("Sum of y is not positive which is necessary for Poisson "
-                         "regression: criterion='poisson' needs a positive sum of y "
-                         "(weighted by sample_weight).")
+        # scikit-learn's forests and trees word this differently; both are kept.
+        raise ValueError("Sum of y is not strictly positive which is necessary for Poisson "
+                         "regression: the (weighted) sum of y is not positive, and Poisson "
+                         "regression (criterion='poisson') needs a positive one.")
 
 
 class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
