@@ -579,12 +579,6 @@ EXPECTED_FAILURES = {
         gap("TypeError: BaggingClassifier.predict() got an unexpected keyword argument 'sample_weight'"),
     "test_forest.py::test_class_weight_errors[*":
         gap("needs a 2-D y (multi-output, issue 23 item 2): the warm start is refitted on a 2-column y, refused before the warm-start warning; ValueError: y must have shape (6,), one-dimensional (one target)"),
-    "test_stacking.py::test_stacking_classifier_error[y2-params2-TypeError-does not support sample weight]":
-        gap("ValueError: estimator 'cor' must be an classifier with fit and predict (or 'drop'); got NoWeightClassifier()."),
-    "test_stacking.py::test_stacking_without_n_features_in[make_classification-StackingClassifier-LogisticRegression]":
-        gap("AssertionError: Regex pattern did not match. Expected regex: 'StackingClassifier object has no attribute n_fea"),
-    "test_stacking.py::test_stacking_without_n_features_in[make_regression-StackingRegressor-LinearRegression]":
-        gap("AssertionError: Regex pattern did not match. Expected regex: 'StackingRegressor object has no attribute n_feat"),
     "test_tree.py::test_almost_constant_feature[DecisionTreeClassifier]":
         gap("assert np.float64(0.4285714285714286) == 0"),
     "test_tree.py::test_almost_constant_feature[DecisionTreeRegressor]":
@@ -603,10 +597,6 @@ EXPECTED_FAILURES = {
         gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([6.70806529e-01, 1.48461685e+00, 2.6"),
     "test_tree.py::test_poisson_zero_nodes[2]":
         gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([1.24956364e+00, 4.17361603e-01, 1.6"),
-    "test_voting.py::test_sample_weight_kwargs":
-        gap("ValueError: estimator 'mock' must be an classifier with fit and predict (or 'drop'); got MockClassifier()."),
-    "test_voting.py::test_set_estimator_drop":
-        gap("AssertionError: Arrays are not equal Mismatched elements: 4 / 4 (100%) Mismatch at indices: [0, 0]: 1 (ACTUAL)"),
     "test_weight_boosting.py::test_adaboost_decision_function[*":
         gap("AssertionError: Not equal to tolerance rtol=1e-07, atol=1e-08 Mismatched elements: 100 / 100 (100%) First 5 mi"),
     "test_weight_boosting.py::test_multidimensional_X":
