@@ -22,8 +22,8 @@ GIL and silva's trees already run their own compiled kernels in parallel.
 
 For silva trees a member's bootstrap counts are passed as sample weights (the same tree
 as fitting on the repeated rows, without copying them); other estimators whose ``fit``
-takes ``sample_weight`` are given the drawn rows with their counts as weights, and the
-rest get the drawn rows repeated.
+takes ``sample_weight`` are given every row with its count as its weight (zero for the
+rows not drawn, as in scikit-learn's bagging), and the rest get the drawn rows repeated.
 """
 
 import numbers
@@ -145,7 +145,11 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
             _check_member_weight(rows.size > 0, counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
         elif has_fit_parameter(member, "sample_weight"):
-            rows = order[counts[order] > 0]
+            # Every row, those not drawn with weight 0, as scikit-learn's bagging does: the
+            # member sees every class even when its draw misses one (a logistic
+            # regression refuses a sample of one class). The weighted draw's members get
+            # the drawn rows alone, in the plan's content order.
+            rows = order if plan_rows is None else order[counts[order] > 0]
             weights = counts[rows].astype(np.float64)
             if sample_weight is not None:
                 weights = weights * sample_weight[rows]

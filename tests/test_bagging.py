@@ -117,12 +117,12 @@ def test_bootstrap_counts_become_sample_weights():
     bag = BaggingRegressor(RecordingRegressor(), n_estimators=6, random_state=0).fit(X, y)
     for member, samples in zip(bag.estimators_, bag.estimators_samples_, strict=True):
         rows = member.X_[:, 0].astype(int)
-        # The distinct drawn rows, each once, with its count as its weight;
-        # estimators_samples_ has each as often as it was drawn.
-        np.testing.assert_array_equal(np.sort(rows), np.unique(samples))
-        np.testing.assert_array_equal(np.bincount(samples, minlength=60)[rows],
+        # Every row, each once, with its count as its weight (0 when not drawn, as in
+        # scikit-learn's bagging); estimators_samples_ has a row as often as drawn.
+        np.testing.assert_array_equal(rows, np.arange(60))
+        np.testing.assert_array_equal(np.bincount(samples, minlength=60),
                                       member.sample_weight_)
-        assert np.all(member.sample_weight_ >= 1)
+        assert np.any(member.sample_weight_ == 0)
         assert np.all(member.sample_weight_ == np.round(member.sample_weight_))
         assert member.sample_weight_.sum() == 60
     # The mean of y over the drawn rows with repeats: a bootstrap mean.
@@ -155,8 +155,10 @@ def test_without_bootstrap_each_member_gets_exactly_half_of_the_rows():
                            bootstrap=False, random_state=0).fit(X, y)
     for member, samples in zip(bag.estimators_, bag.estimators_samples_, strict=True):
         assert samples.shape == (30,) and np.unique(samples).shape == (30,)
-        np.testing.assert_array_equal(np.sort(member.X_[:, 0].astype(int)), samples)
-        np.testing.assert_array_equal(member.sample_weight_, np.ones(30))
+        # Every row reaches the member, the 30 drawn with weight 1, the others 0.
+        np.testing.assert_array_equal(member.X_[:, 0].astype(int), np.arange(60))
+        np.testing.assert_array_equal(np.flatnonzero(member.sample_weight_), samples)
+        np.testing.assert_array_equal(member.sample_weight_[samples], np.ones(30))
     # Different members draw different halves.
     assert len({tuple(s) for s in bag.estimators_samples_}) == 5
     counted = BaggingRegressor(RecordingRegressor(), n_estimators=3, max_samples=17,
@@ -591,3 +593,13 @@ def test_tree_subclass_whose_fit_takes_no_sample_weight_gets_repeated_rows():
     for member, rows in zip(bag.estimators_, bag.estimators_samples_, strict=True):
         np.testing.assert_array_equal(member.rows_, rows)
         assert rows.shape == (13,)
+
+
+def test_a_member_whose_draw_misses_a_class_still_sees_it_with_weight_zero():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1, 0])
+    # One column, drawn rows that may all be of one class: each member gets both rows.
+    bag = BaggingClassifier(LogisticRegression(), max_features=0.3, random_state=1).fit(X, y)
+    assert all(list(member.classes_) == [0, 1] for member in bag.estimators_)
+    assert bag.predict_proba(X).shape == (2, 2)

@@ -571,8 +571,6 @@ EXPECTED_FAILURES = {
     # --- silva's gaps and differences, still to fix (issue 23 item 1)
     "test_bagging.py::test_bagging_regressor_with_missing_inputs":
         gap("a 2-D y (multi-output) for BaggingRegressor: ValueError: y must have shape (5,), one-dimensional (one target); got shape (5, 3). (infinity in X now reaches the pipeline)"),
-    "test_bagging.py::test_bagging_small_max_features":
-        gap("ValueError: This solver needs samples of at least 2 classes in the data, but the data contains only one class:"),
     "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithOnlyPredict-predict_log_proba-predict]":
         gap("TypeError: PredictLogProbaMixin.predict_log_proba() got an unexpected keyword argument 'sample_weight'"),
     "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithoutPredictLogProba-predict_log_proba-predict_proba]":
