@@ -603,3 +603,35 @@ def test_a_member_whose_draw_misses_a_class_still_sees_it_with_weight_zero():
     bag = BaggingClassifier(LogisticRegression(), max_features=0.3, random_state=1).fit(X, y)
     assert all(list(member.classes_) == [0, 1] for member in bag.estimators_)
     assert bag.predict_proba(X).shape == (2, 2)
+
+
+class _PredictRecorder(BaseEstimator):
+    """A classifier without predict_proba whose predict keeps the metadata it got."""
+
+    _estimator_type = "classifier"
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.majority_ = np.bincount(y).argmax()
+        return self
+
+    def predict(self, X, scale=None):
+        self.scale_ = scale
+        return np.full(np.shape(X)[0], self.majority_)
+
+
+def test_prediction_metadata_is_routed_to_the_member_method_called():
+    import sklearn
+
+    X, y = make_classification(40, 4, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        member = _PredictRecorder().set_predict_request(scale=True)
+        bag = BaggingClassifier(member, n_estimators=3, random_state=0).fit(X, y)
+        # Without predict_proba, predict and predict_log_proba call the members' predict.
+        assert bag._member_callees()["predict_log_proba"] == "predict"
+        bag.predict_log_proba(X, scale=2.0)
+        assert all(m.scale_ == 2.0 for m in bag.estimators_)
+        bag.predict(X, scale=3.0)
+        assert all(m.scale_ == 3.0 for m in bag.estimators_)
+    with pytest.raises(ValueError, match="metadata routing enabled"):
+        bag.predict(X, scale=1.0)

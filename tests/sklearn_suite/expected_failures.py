@@ -571,12 +571,6 @@ EXPECTED_FAILURES = {
     # --- silva's gaps and differences, still to fix (issue 23 item 1)
     "test_bagging.py::test_bagging_regressor_with_missing_inputs":
         gap("a 2-D y (multi-output) for BaggingRegressor: ValueError: y must have shape (5,), one-dimensional (one target); got shape (5, 3). (infinity in X now reaches the pipeline)"),
-    "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithOnlyPredict-predict_log_proba-predict]":
-        gap("TypeError: PredictLogProbaMixin.predict_log_proba() got an unexpected keyword argument 'sample_weight'"),
-    "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithoutPredictLogProba-predict_log_proba-predict_proba]":
-        gap("TypeError: PredictLogProbaMixin.predict_log_proba() got an unexpected keyword argument 'sample_weight'"),
-    "test_bagging.py::test_metadata_routing_with_dynamic_method_selection[ConsumingClassifierWithoutPredictProba-predict-predict]":
-        gap("TypeError: BaggingClassifier.predict() got an unexpected keyword argument 'sample_weight'"),
     "test_forest.py::test_class_weight_errors[*":
         gap("needs a 2-D y (multi-output, issue 23 item 2): the warm start is refitted on a 2-column y, refused before the warm-start warning; ValueError: y must have shape (6,), one-dimensional (one target)"),
     "test_tree.py::test_almost_constant_feature[DecisionTreeClassifier]":
