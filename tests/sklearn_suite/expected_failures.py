@@ -568,27 +568,17 @@ EXPECTED_FAILURES = {
         design("a tree is grown on its bootstrap counts as sample weights; refitted on the repeated rows of estimators_samples_ it sums the same centred targets (y minus its mean) in another order, and with hastie's +-1 targets many candidate splits tie exactly, so rounding (values of 1e-17 that are 0) can pick another of equal splits; classifiers, whose sums are counts, refit exactly"),
     "test_weight_boosting.py::test_sample_weights_infinite":
         design('boosting weights are kept as logarithms of their factors (silva.adaboost.BoostingWeights) and never reach infinity, so there is no infinite-weight warning to give nor a reason to stop; a huge learning_rate only makes the diagnostic training_error_bound_ infinite, without a RuntimeWarning'),
+    "test_tree.py::test_almost_constant_feature[DecisionTreeClassifier]":
+        design('silva splits between any two distinct values, at any scale (a feature measured in units of 1e-8 stays usable); scikit-learn treats values closer than its FEATURE_THRESHOLD=1e-7 as equal. Merging such bins would change existing models whose features hold distinct values closer than 1e-7 across a bin edge (likely on 30,000 rows of continuous data)'),
+    "test_tree.py::test_almost_constant_feature[DecisionTreeRegressor]":
+        design('as test_almost_constant_feature[DecisionTreeClassifier]: distinct values closer than 1e-7 stay distinct (scale-free splits); scikit-learn merges them'),
     # --- silva's gaps and differences, still to fix (issue 23 item 1)
     "test_bagging.py::test_bagging_regressor_with_missing_inputs":
         gap("a 2-D y (multi-output) for BaggingRegressor: ValueError: y must have shape (5,), one-dimensional (one target); got shape (5, 3). (infinity in X now reaches the pipeline)"),
     "test_forest.py::test_class_weight_errors[*":
         gap("needs a 2-D y (multi-output, issue 23 item 2): the warm start is refitted on a 2-column y, refused before the warm-start warning; ValueError: y must have shape (6,), one-dimensional (one target)"),
-    "test_tree.py::test_almost_constant_feature[DecisionTreeClassifier]":
-        gap("assert np.float64(0.4285714285714286) == 0"),
-    "test_tree.py::test_almost_constant_feature[DecisionTreeRegressor]":
-        gap("assert np.float64(0.4285714285714287) == 0"),
-    "test_tree.py::test_behaviour_constant_feature_after_splits":
-        gap("assert 3 == 2 + where 3 = <silva.engine.tree.Tree object>.max_depth + where <silva.engine.tree.Tree object> = "),
     "test_tree.py::test_importances_gini_equal_squared_error":
         gap("AssertionError: Arrays are not almost equal to 7 decimals Mismatched elements: 4 / 10 (40%) Mismatch at indice"),
-    "test_tree.py::test_min_impurity_decrease[42-DecisionTreeRegressor-friedman_mse]":
-        gap("assert np.float64(0.011126373626373635) > (0.05 - 1e-10)"),
     "test_tree.py::test_missing_values_best_splitter_missing_both_classes_has_nan[entropy]":
-        gap("AssertionError: Arrays are not equal Mismatched elements: 1 / 3 (33.3%) Mismatch at index: [0]: 0 (ACTUAL), 1 "),
-    "test_tree.py::test_poisson_zero_nodes[0]":
-        gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([2.68066029e+00, 3.28379288e+00, 5.4"),
-    "test_tree.py::test_poisson_zero_nodes[1]":
-        gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([6.70806529e-01, 1.48461685e+00, 2.6"),
-    "test_tree.py::test_poisson_zero_nodes[2]":
-        gap("AssertionError: assert np.False_ + where np.False_ = <function all>(array([1.24956364e+00, 4.17361603e-01, 1.6"),
+        gap("a split and its mirror image (missing values sent the other way) tie in exact arithmetic; the entropy proxy's rounding picks missing-left here where scikit-learn keeps the first scanned (missing right). Summing the two children's terms before subtracting makes the tie exact and fixes it, but changes an existing entropy tree (fingerprint dtc-entropy-messy3), so it is left for a deliberate model change"),
 }
