@@ -86,20 +86,6 @@ def test_predict_log_proba_is_minus_infinity_at_zero_without_warning():
 
 
 # ---------------------------------------------- scikit-learn's tree tests (issue 23 item 1)
-def test_a_node_of_equal_targets_is_not_split_although_its_variance_rounds_above_zero():
-    from silva import DecisionTreeRegressor
-
-    # Centring y leaves the node {5, 6, 7} (all y = 3) a variance of 4e-16, not 0.
-    X = np.c_[[0, 0, 0, 0, 0, 1, 2, 4, 5, 6, 7], np.zeros((11, 4))]
-    y = [0, 0, 0, 1, 1, 2, 2, 2, 3, 3, 3]
-    for criterion in ("squared_error", "friedman_mse"):
-        tree = DecisionTreeRegressor(criterion=criterion, max_features=1,
-                                     random_state=0).fit(X, y).tree_
-        # scikit-learn's tree: x <= 0.5, then x <= 4.5, three leaves.
-        assert (tree.node_count, tree.max_depth) == (5, 2)
-        np.testing.assert_array_equal(tree.threshold[tree.feature >= 0], [0.5, 4.5])
-
-
 def test_friedman_mse_improvement_is_in_min_impurity_decrease_units():
     from silva import DecisionTreeRegressor
 

@@ -96,20 +96,6 @@ def _zero_poisson_sum(sums, parent_sum=0.0):
                        + _SUBTRACTION_ULPS * EPSILON * parent_sum)
 
 
-@nb.njit(cache=True, inline="always")
-def is_pure(criterion, sums, node_impurity):
-    """Whether a node is pure, never to be split: impurity ``<= EPSILON`` (scikit-learn's
-    rule), and for the variance criteria up to the rounding of ``E[y**2] - mean**2``
-    (a few ulps of ``E[y**2]``), so that a node of equal targets, whose computed
-    variance is rounding (4e-16), is not split into children of the same value."""
-    if node_impurity <= EPSILON:
-        return True
-    if criterion == SQUARED_ERROR or criterion == FRIEDMAN_MSE:
-        weight = sums[1]
-        return weight > 0.0 and node_impurity <= 4.0 * EPSILON * (sums[3] / weight)
-    return False
-
-
 def is_classification(criterion):
     return criterion < SQUARED_ERROR
 

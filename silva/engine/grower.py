@@ -39,7 +39,6 @@ from silva.engine.criteria import (
     EPSILON,
     SQUARED_ERROR,
     impurity,
-    is_pure,
     leaf_value,
     node_weight,
 )
@@ -214,7 +213,7 @@ def _fill_node(row, sums, node_values, rules, y, weight, sample_indices):
         or sums[0] < rules.min_samples_split
         or sums[0] < 2 * rules.min_samples_leaf
         or node_total_weight < 2 * rules.min_weight_leaf
-        or is_pure(rules.criterion, sums, node_impurity)
+        or node_impurity <= EPSILON
     )
     return splittable, node_impurity
 

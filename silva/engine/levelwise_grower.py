@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS, midpoint
-from silva.engine.criteria import EPSILON, impurity, is_pure, leaf_value, node_weight
+from silva.engine.criteria import EPSILON, impurity, leaf_value, node_weight
 from silva.engine.levelwise import (
     HistogramAccumulator,
     histogram_bytes,
@@ -109,7 +109,7 @@ class _TreeBuild:
         return not (depth >= r.max_depth or sums[0] < r.min_samples_split
                     or sums[0] < 2 * r.min_samples_leaf
                     or node_weight(r.criterion, sums) < 2 * self.min_weight_leaf
-                    or is_pure(r.criterion, sums, impurity(r.criterion, sums)))
+                    or impurity(r.criterion, sums) <= EPSILON)
 
     def _create(self, sums, exact_hist, depth, parent, side):
         r = self.rules

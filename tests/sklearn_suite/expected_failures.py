@@ -572,6 +572,8 @@ EXPECTED_FAILURES = {
         design('silva splits between any two distinct values, at any scale (a feature measured in units of 1e-8 stays usable); scikit-learn treats values closer than its FEATURE_THRESHOLD=1e-7 as equal. Merging such bins would change existing models whose features hold distinct values closer than 1e-7 across a bin edge (likely on 30,000 rows of continuous data)'),
     "test_tree.py::test_almost_constant_feature[DecisionTreeRegressor]":
         design('as test_almost_constant_feature[DecisionTreeClassifier]: distinct values closer than 1e-7 stay distinct (scale-free splits); scikit-learn merges them'),
+    "test_tree.py::test_behaviour_constant_feature_after_splits":
+        design("a regression node whose targets are all equal keeps a centred variance of rounding (4e-16 > EPSILON) and is split into two children of the same value (predictions unchanged, node ids differ). Calling it pure, as scikit-learn's uncentred sums do, was tried: it changes which random features later nodes draw and so existing forests with max_features < 1 (fingerprint rfr-diabetes), so it waits for a deliberate model change"),
     # --- silva's gaps and differences, still to fix (issue 23 item 1)
     "test_bagging.py::test_bagging_regressor_with_missing_inputs":
         gap("a 2-D y (multi-output) for BaggingRegressor: ValueError: y must have shape (5,), one-dimensional (one target); got shape (5, 3). (infinity in X now reaches the pipeline)"),
