@@ -343,8 +343,9 @@ def validate_sparse_X(estimator, X, *, reset):
     return X
 
 
-def validate_X(estimator, X, *, reset):
-    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected.
+def validate_X(estimator, X, *, reset, allow_infinite=False):
+    """Float64 C-contiguous X, NaN allowed (missing), infinity rejected unless
+    ``allow_infinite`` (a meta-estimator whose members validate their own input).
 
     Frames of pandas, polars or pyarrow are accepted (their column names become
     ``feature_names_in_``); at predict time a frame must have the fit columns in the fit
@@ -360,25 +361,26 @@ def validate_X(estimator, X, *, reset):
         check_frame_columns(getattr(estimator, "feature_names_in_", None), X)
     return validate_data(
         estimator, X, reset=reset, dtype=np.float64, order="C",
-        ensure_all_finite="allow-nan",
+        ensure_all_finite=False if allow_infinite else "allow-nan",
     )
 
 
-def prepare_X(estimator, X, *, reset, categorical_features=None):
+def prepare_X(estimator, X, *, reset, categorical_features=None, allow_infinite=False):
     """Validated float64 X for ``estimator``, categorical frame columns encoded.
 
     The one call an estimator needs at fit (``reset=True``) and predict (``reset=False``):
     converts polars/pyarrow input, resolves ``categorical_features`` (stored as
     ``estimator.is_categorical_``), fits or applies a :class:`CategoryEncoder` (stored as
     ``estimator._encoder``; None when there is nothing to encode) and records or checks
-    ``n_features_in_`` and ``feature_names_in_``.
+    ``n_features_in_`` and ``feature_names_in_``. ``allow_infinite``: see
+    :func:`validate_X`.
     """
     X = as_pandas_or_array(X)
     if not reset:
         encoder = getattr(estimator, "_encoder", None)
         if encoder is not None and _is_dataframe(X):
             X = encoder.transform(X)
-        return validate_X(estimator, X, reset=False)
+        return validate_X(estimator, X, reset=False, allow_infinite=allow_infinite)
     names = frame_column_names(X)
     n_features = X.shape[1] if hasattr(X, "shape") and len(X.shape) == 2 else None
     mask = None
@@ -388,7 +390,7 @@ def prepare_X(estimator, X, *, reset, categorical_features=None):
     if _is_dataframe(X) and mask is not None and mask.any():
         estimator._encoder = CategoryEncoder().fit(X, mask)
         X = estimator._encoder.transform(X)
-    X = validate_X(estimator, X, reset=True)
+    X = validate_X(estimator, X, reset=True, allow_infinite=allow_infinite)
     if mask is None:
         mask = resolve_categorical_features(categorical_features, X, X.shape[1], names)
     estimator.is_categorical_ = mask
@@ -548,6 +550,15 @@ def check_target_scale(y, sample_weight):
             f"{10.0 ** np.floor(np.log10(largest)):.0e}) and scale the predictions back.")
 
 
+def numeric_or_none(values):
+    """``values`` as a float64 array, or None when they are not numbers (to check their
+    content before their shape is validated)."""
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_sample_weight(sample_weight, n_samples):
     """Validated float64 sample weights (ones when None).
 
@@ -569,6 +580,14 @@ def check_sample_weight(sample_weight, n_samples):
         sample_weight = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ValueError(f"sample_weight must be numeric: {error}") from None
+    if sample_weight.ndim == 0:
+        # A TypeError whose first sentence is scikit-learn's, so that code matching it
+        # keeps working: a 0-d array is not a Python number, which is broadcast above.
+        raise TypeError(
+            "Input should have at least 1 dimension i.e. satisfy `len(x.shape) > 0`, got "
+            f"scalar `{sample_weight!r}` instead. sample_weight must be a number or an "
+            f"array of shape ({n_samples},)."
+        )
     if sample_weight.ndim != 1 or sample_weight.shape[0] != n_samples:
         # scikit-learn's "sample_weight.shape == (1,), expected (6,)" kept inside.
         raise ValueError(

@@ -160,7 +160,8 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseE
 
     def _checked_X(self, X, *, reset):
         """float64 X; NaN only when the base estimator takes it. A sparse X stays sparse
-        (CSR) and reaches the learners as it is, as in scikit-learn's AdaBoost."""
+        (CSR) and reaches the learners as it is, as in scikit-learn's AdaBoost; X of more
+        than two dimensions reaches a foreign learner that may take it."""
         allow_nan = get_tags(self._base_estimator()).input_tags.allow_nan
         if _input.is_sparse(X):
             X = _input.validate_sparse_X(self, X, reset=reset)
@@ -169,7 +170,13 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseE
                                  "estimator does not take missing values.")
             return X
         return validate_data(self, X, reset=reset, dtype=np.float64,
-                             ensure_all_finite="allow-nan" if allow_nan else True)
+                             ensure_all_finite="allow-nan" if allow_nan else True,
+                             allow_nd=self._takes_nd_X())
+
+    def _takes_nd_X(self):
+        """X of more than two dimensions (images, say) is handed to a foreign learner that
+        may take it, as scikit-learn's AdaBoost does; silva's trees need a matrix."""
+        return not isinstance(self._base_estimator(), BaseDecisionTree)
 
     def _fit_learner(self, X, y, weights, rng, round_bins):
         """Clone the base learner, seed it, and fit it to the weighted sample.
@@ -389,7 +396,10 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
         self.estimator_weights_ = np.array(betas, dtype=np.float64)
         self.estimator_errors_ = np.array(errors, dtype=np.float64)
         if algorithm != "real" or n_classes == 2:
-            self.training_error_bound_ = np.cumprod(normalisers)
+            # A factor may be inf (a huge beta) and a later one 0 (a perfect learner):
+            # the bound is then undefined (NaN), quietly; it is a diagnostic.
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                self.training_error_bound_ = np.cumprod(normalisers)
         elif hasattr(self, "training_error_bound_"):
             del self.training_error_bound_
         self._algorithm = algorithm
@@ -397,8 +407,13 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
 
     @staticmethod
     def _vote_normaliser(error, beta):
-        """Z = sum_i w_i exp(beta (1[missed_i] - 1/2)): one factor of the error bound."""
-        return (1.0 - error) * np.exp(-0.5 * beta) + error * np.exp(0.5 * beta)
+        """Z = sum_i w_i exp(beta (1[missed_i] - 1/2)): one factor of the error bound.
+
+        A huge beta (a large learning_rate) makes the bound infinite, which it is, without
+        a RuntimeWarning; with no error the missed term is zero, not 0 * inf."""
+        with np.errstate(over="ignore"):
+            missed_term = error * np.exp(0.5 * beta) if error > 0.0 else 0.0
+            return (1.0 - error) * np.exp(-0.5 * beta) + missed_term
 
     def _learner_codes(self, learner, X):
         return np.asarray(learner.predict(X)).astype(np.intp, copy=False)
@@ -433,10 +448,20 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
             scores = scores + contribution
             yield scores
 
-    def _decision_from_scores(self, scores):
-        if self.n_classes_ == 2:
+    def _decision_from_scores(self, scores, total_weight):
+        """The decision function from the class scores of learners whose weights sum to
+        ``total_weight``. Multiclass SAMME codes each learner's vote symmetrically (Zhu
+        et al. 2009, sec. 2.1: 1 for the predicted class, -1/(K - 1) for the others) and
+        divides by the total weight, as scikit-learn does, so that each row sums to zero
+        and a single learner gives values in {1, -1/(K - 1)}; the order of the classes
+        is that of the vote totals."""
+        n_classes = self.n_classes_
+        if n_classes == 2:
             return scores[:, 1] - scores[:, 0]
-        return scores
+        if self._algorithm == "real":
+            return scores
+        # The weight against a class is that of the votes for the others.
+        return (scores - (total_weight - scores) / (n_classes - 1)) / total_weight
 
     def _proba_from_scores(self, scores):
         if self._algorithm == "real":
@@ -449,9 +474,12 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
 
     def decision_function(self, X):
         """Ensemble scores: sum_m beta_m G_m(x) with G in {-1, +1} for two classes
-        (positive means ``classes_[1]``); otherwise the (n_samples, K) class scores
-        (vote totals, or summed symmetric log-probabilities for ``"real"``)."""
-        return self._decision_from_scores(self._scores(self._validated_X(X)))
+        (positive means ``classes_[1]``); otherwise the (n_samples, K) class scores,
+        each row summing to zero: the symmetric votes over the total weight (see
+        ``_decision_from_scores``), or summed symmetric log-probabilities for
+        ``"real"``."""
+        return self._decision_from_scores(self._scores(self._validated_X(X)),
+                                          float(np.sum(self.estimator_weights_)))
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Class with the largest score (the first of equals).
@@ -470,8 +498,9 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
 
     def staged_decision_function(self, X):
         """:meth:`decision_function` after each round."""
-        for scores in self._staged_scores(self._validated_X(X)):
-            yield self._decision_from_scores(scores)
+        for scores, total_weight in zip(self._staged_scores(self._validated_X(X)),
+                                        np.cumsum(self.estimator_weights_), strict=False):
+            yield self._decision_from_scores(scores, float(total_weight))
 
     def staged_predict(self, X):
         """:meth:`predict` after each round."""

@@ -22,8 +22,8 @@ GIL and silva's trees already run their own compiled kernels in parallel.
 
 For silva trees a member's bootstrap counts are passed as sample weights (the same tree
 as fitting on the repeated rows, without copying them); other estimators whose ``fit``
-takes ``sample_weight`` are given the drawn rows with their counts as weights, and the
-rest get the drawn rows repeated.
+takes ``sample_weight`` are given every row with its count as its weight (zero for the
+rows not drawn, as in scikit-learn's bagging), and the rest get the drawn rows repeated.
 """
 
 import numbers
@@ -35,6 +35,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
@@ -53,6 +54,7 @@ from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, Decisi
 from silva.engine.binning import MAX_BINS_LIMIT
 from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
+from silva.voting import _routing_enabled
 
 _MAX_SEED = np.iinfo(np.int32).max
 
@@ -104,6 +106,20 @@ def _check_member_weight(has_weight, counts):
                          "positive sample_weight, or draw more of them (max_samples).")
 
 
+def _seed_nested_random_states(member, seed):
+    """Give every nested ``random_state`` (``step__random_state`` of a pipeline, say) that
+    is not an int a seed of its own, drawn from the member's ``seed``: so that the member
+    is reproducible from its seed (refitting it on ``estimators_samples_`` gives it back),
+    as scikit-learn's bagging does. The member's own ``random_state`` is set by the caller.
+    """
+    nested = sorted(name for name, value in member.get_params(deep=True).items()
+                    if name.endswith("__random_state")
+                    and not isinstance(value, numbers.Integral))
+    if nested:
+        seeds = np.random.RandomState(seed).randint(_MAX_SEED, size=len(nested))
+        member.set_params(**{name: int(s) for name, s in zip(nested, seeds, strict=True)})
+
+
 def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_rows=None):
     """Fit one clone of ``base`` per seed (run in a joblib worker); returns the clones.
 
@@ -120,17 +136,22 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
         params = member.get_params(deep=False)
         if "random_state" in params:
             member.set_params(random_state=int(seed))
+        _seed_nested_random_states(member, seed)
         if "categorical_features" in params and is_categorical is not None:
             member.set_params(categorical_features=is_categorical[features])
         X_member = X[:, features]
-        if isinstance(member, BaseDecisionTree):
+        if isinstance(member, BaseDecisionTree) and has_fit_parameter(member, "sample_weight"):
             # Counts as weights: the same tree as on repeated rows, without copying them.
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
             rows = order[weights[order] > 0]
             _check_member_weight(rows.size > 0, counts)
             member.fit(X_member[rows], y[rows], sample_weight=weights[rows])
         elif has_fit_parameter(member, "sample_weight"):
-            rows = order[counts[order] > 0]
+            # Every row, those not drawn with weight 0, as scikit-learn's bagging does: the
+            # member sees every class even when its draw misses one (a logistic
+            # regression refuses a sample of one class). The weighted draw's members get
+            # the drawn rows alone, in the plan's content order.
+            rows = order if plan_rows is None else order[counts[order] > 0]
             weights = counts[rows].astype(np.float64)
             if sample_weight is not None:
                 weights = weights * sample_weight[rows]
@@ -201,7 +222,11 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
         # scikit-learn estimators keep each constructor parameter as an attribute.
         categorical = (self.categorical_features
                        if hasattr(base, "categorical_features") else None)
-        return _input.prepare_X(self, X, reset=reset, categorical_features=categorical)
+        # Infinity is left for a foreign estimator to judge (a pipeline may start with an
+        # imputer that replaces it), as scikit-learn's bagging does; silva's trees refuse
+        # it, so it is refused here, with the ensemble's name.
+        return _input.prepare_X(self, X, reset=reset, categorical_features=categorical,
+                                allow_infinite=not isinstance(base, BaseDecisionTree))
 
     def _fit(self, X, y, sample_weight):
         n_samples, n_features = X.shape
@@ -275,6 +300,33 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
                 self.__dict__.pop(name, None)
         return self
 
+    # ------------------------------------------------------------ metadata routing
+    def _member_callees(self):
+        """{ensemble method: the member method it calls}, for metadata routing."""
+        return {"predict": "predict"}
+
+    def get_metadata_routing(self):
+        """Where the keyword arguments of ``fit`` and the prediction methods go: to the
+        member method each one calls (see scikit-learn's metadata routing)."""
+        mapping = MethodMapping().add(caller="fit", callee="fit")
+        for caller, callee in self._member_callees().items():
+            mapping.add(caller=caller, callee=callee)
+        return MetadataRouter(owner=self).add(estimator=self._base_estimator(),
+                                              method_mapping=mapping)
+
+    def _routed_params(self, caller, params):
+        """The keyword arguments ``caller`` hands its members' method (scikit-learn's
+        metadata routing, which must be on to pass any)."""
+        if not params:
+            return {}
+        if not _routing_enabled():
+            raise ValueError(f"{type(self).__name__}.{caller} got {sorted(params)}, which "
+                             "are passed on only with metadata routing enabled: "
+                             "sklearn.set_config(enable_metadata_routing=True) and a "
+                             "set_<method>_request on the estimator.")
+        callee = self._member_callees()[caller]
+        return dict(getattr(process_routing(self, caller, **params).estimator, callee))
+
     # ------------------------------------------------- scikit-learn's ensemble face
     # (len, indexing and iteration: MemberSequenceMixin)
     @property
@@ -314,9 +366,13 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
 
     @property
     def estimators_samples_(self):
-        """The row ids each member was fitted on (repeats removed)."""
+        """The row ids each member drew, sorted, a row repeated as often as it was drawn
+        (as a forest's and scikit-learn's bagging's: the in-bag sample with its repeats);
+        ``X[estimators_samples_[i]]`` is what a member whose fit takes no
+        ``sample_weight`` was fitted on."""
         check_is_fitted(self, "estimators_")
-        return [np.flatnonzero(self._draw(seed)[0]) for seed in self._seeds]
+        rows = np.arange(self._fit_signature[0])
+        return [np.repeat(rows, self._draw(seed)[0]) for seed in self._seeds]
 
     def _out_of_bag_members(self, n_samples):
         """(member, its column ids, its out-of-bag row ids) for every member."""
@@ -433,50 +489,77 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
         # Members learn class indices, so every member's columns map onto classes_.
         return self._fit(X, y_encoded.astype(np.intp), sample_weight)
 
-    def _member_proba(self, member, X_member):
-        """The member's (n, n_classes_) probabilities (soft) or one-hot vote (hard)."""
-        out = np.zeros((X_member.shape[0], self.n_classes_))
+    def _members_give_proba(self):
         # A member without predict_proba votes even under soft voting, as in
         # scikit-learn's bagging (an SVC, a perceptron).
+        return self.voting == "soft" and hasattr(self._base_estimator(), "predict_proba")
+
+    def _member_callees(self):
+        # Probabilities (and their logarithms, and the class of the largest) come from
+        # the members' predict_proba, or from their votes.
+        proba = "predict_proba" if self._members_give_proba() else "predict"
+        return {"predict": proba, "predict_proba": proba, "predict_log_proba": proba,
+                "decision_function": "decision_function"}
+
+    def _member_proba(self, member, X_member, params=None):
+        """The member's (n, n_classes_) probabilities (soft) or one-hot vote (hard);
+        ``params``: routed to the member method called."""
+        params = params or {}
+        out = np.zeros((X_member.shape[0], self.n_classes_))
         if self.voting == "soft" and hasattr(member, "predict_proba"):
-            proba = member.predict_proba(X_member)
+            proba = member.predict_proba(X_member, **params)
             out[:, np.asarray(member.classes_, dtype=np.intp)] = proba
         else:
-            votes = np.asarray(member.predict(X_member), dtype=np.intp)
+            votes = np.asarray(member.predict(X_member, **params), dtype=np.intp)
             out[np.arange(votes.shape[0]), votes] = 1.0
         return out
 
-    def predict_proba(self, X):
-        """Mean of the members' probabilities (soft) or their vote shares (hard)."""
+    def predict_proba(self, X, **params):
+        """Mean of the members' probabilities (soft) or their vote shares (hard).
+
+        ``params`` go to the members' ``predict_proba`` (or ``predict``) through
+        scikit-learn's metadata routing."""
+        return self._mean_proba(X, self._routed_params("predict_proba", params))
+
+    def predict_log_proba(self, X, **params):
+        """Logarithm of :meth:`predict_proba` (-inf for a zero probability)."""
+        proba = self._mean_proba(X, self._routed_params("predict_log_proba", params))
+        with np.errstate(divide="ignore"):
+            return np.log(proba)
+
+    def _mean_proba(self, X, member_params):
         X = self._validated_X(X)
         total = np.zeros((X.shape[0], self.n_classes_))
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
-            total += self._member_proba(member, X[:, features])
+            total += self._member_proba(member, X[:, features], member_params)
         return total / len(self.estimators_)
 
     @available_if(lambda self: hasattr(self._base_estimator(), "decision_function"))
-    def decision_function(self, X):
+    def decision_function(self, X, **params):
         """Mean of the members' decision functions, when the estimator has one (as in
         scikit-learn's bagging): (n_samples,) with two classes, else (n_samples,
         n_classes). The members learn class indices, so the columns follow
         ``classes_`` for every member that saw all the classes."""
         check_is_fitted(self, "estimators_")
+        member_params = self._routed_params("decision_function", params)
         X = self._validated_X(X)
-        total = sum(member.decision_function(X[:, features]) for member, features
+        total = sum(member.decision_function(X[:, features], **member_params)
+                    for member, features
                     in zip(self.estimators_, self.estimators_features_, strict=True))
         return total / len(self.estimators_)
 
-    def predict(self, X, pred_contrib=False, pred_interactions=False):
+    def predict(self, X, pred_contrib=False, pred_interactions=False, **params):
         """The class of highest mean probability or most votes (the first of equals).
 
         ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
         SHAP interaction values (see :mod:`silva.explain` for what they explain and
-        their layout).
+        their layout). ``params`` go to the members' ``predict_proba`` (or ``predict``)
+        through scikit-learn's metadata routing.
         """
         if pred_contrib or pred_interactions:
             return self._explain(X, pred_interactions)
-        # predict_proba first: it raises NotFittedError before classes_ is looked up.
-        proba = self.predict_proba(X)
+        # The probabilities first: they raise NotFittedError before classes_ is read.
+        proba = self._mean_proba(X, self._routed_params("predict", params))
         return self.classes_[np.argmax(proba, axis=1)]
 
     def _compute_oob(self, X, y):
@@ -522,19 +605,22 @@ class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
         y = _input.regression_target(y)
         return self._fit(X, y, sample_weight)
 
-    def predict(self, X, pred_contrib=False, pred_interactions=False):
+    def predict(self, X, pred_contrib=False, pred_interactions=False, **params):
         """Mean of the members' predictions.
 
         ``pred_contrib=True`` returns SHAP values instead and ``pred_interactions=True``
         SHAP interaction values (see :mod:`silva.explain` for what they explain and
-        their layout).
+        their layout). ``params`` go to the members' ``predict`` through
+        scikit-learn's metadata routing.
         """
         if pred_contrib or pred_interactions:
             return self._explain(X, pred_interactions)
+        member_params = self._routed_params("predict", params)
         X = self._validated_X(X)
         total = np.zeros(X.shape[0])
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
-            total += np.asarray(member.predict(X[:, features]), dtype=np.float64).ravel()
+            total += np.asarray(member.predict(X[:, features], **member_params),
+                                dtype=np.float64).ravel()
         return total / len(self.estimators_)
 
     def _compute_oob(self, X, y):

@@ -61,6 +61,10 @@ def regression_inputs(estimator, X, y, sample_weight):
     keeps sum(w y^2) - (sum(w y))^2 / sum(w) accurate for large |y|.
     """
     code = _input.criterion_code(estimator.criterion, criteria.REGRESSION_CRITERIA)
+    if code == criteria.POISSON:
+        # The values first, as scikit-learn's trees: a y no Poisson model can fit is
+        # named as such even when its length is wrong too.
+        _check_poisson_target(_input.numeric_or_none(y), None)
     X, y = estimator._prepare_X_y(X, y)
     sample_weight = _input.check_sample_weight(sample_weight, X.shape[0])
     if y.ndim == 2:
@@ -71,20 +75,30 @@ def regression_inputs(estimator, X, y, sample_weight):
     y = _input.regression_target(y)
     offset = 0.0
     if code == criteria.POISSON:
-        # Each message opens with scikit-learn's sentence, so code matching it works.
-        if np.any(y < 0):
-            raise ValueError("Some value(s) of y are negative which is not allowed for "
-                             "Poisson regression: criterion='poisson' needs y >= 0; y has "
-                             "negative values.")
-        if np.sum(y * sample_weight) <= 0:
-            raise ValueError("Sum of y is not strictly positive which is necessary for "
-                             "Poisson regression: criterion='poisson' needs a positive sum "
-                             "of y.")
+        _check_poisson_target(y, sample_weight)
     elif code != criteria.ABSOLUTE_ERROR:
         # Variance scores square sums of w (y - offset): refuse a y whose squares overflow.
         _input.check_target_scale(y, sample_weight)
         offset = float(np.average(y, weights=sample_weight))
     return code, X, y, sample_weight, offset
+
+
+def _check_poisson_target(y, sample_weight):
+    """A ValueError unless ``y`` (None: not numeric, left to later checks) is
+    non-negative with a positive (weighted) sum, which a Poisson deviance needs."""
+    if y is None:
+        return
+    # Each message opens with scikit-learn's sentence, so code matching it works.
+    if np.any(y < 0):
+        raise ValueError("Some value(s) of y are negative which is not allowed for "
+                         "Poisson regression: criterion='poisson' needs y >= 0; y has "
+                         "negative values.")
+    total = np.sum(y) if sample_weight is None else np.sum(y * sample_weight)
+    if not total > 0:
+        # scikit-learn's forests and trees word this differently; both are kept.
+        raise ValueError("Sum of y is not strictly positive which is necessary for Poisson "
+                         "regression: the (weighted) sum of y is not positive, and Poisson "
+                         "regression (criterion='poisson') needs a positive one.")
 
 
 class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):

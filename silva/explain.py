@@ -272,7 +272,8 @@ def _explained_adaboost(model):
     """AdaBoost's class scores are a sum over rounds of ``beta_m`` times a function of
     the learner's leaf: a one-hot vote for the leaf's class (discrete, SAMME) or
     ``(K - 1)(log p - mean log p)`` of its floored probabilities (real). The binary
-    decision function is the difference of the two classes' scores."""
+    decision function is the difference of the two classes' scores; the multiclass
+    SAMME one codes a vote symmetrically (1, or -1/(K - 1)) over the total weight."""
     from silva.adaboost import PROBABILITY_FLOOR
 
     name = type(model).__name__
@@ -294,6 +295,9 @@ def _explained_adaboost(model):
             codes = np.asarray(learner.classes_).astype(np.intp)[np.argmax(values, axis=1)]
             scores = np.zeros((values.shape[0], n_classes))
             scores[np.arange(values.shape[0]), codes] = beta
+            if n_classes > 2:
+                total_weight = float(np.sum(model.estimator_weights_))
+                scores = (scores - (beta - scores) / (n_classes - 1)) / total_weight
         if n_classes == 2:
             scores = scores[:, 1:] - scores[:, :1]
         _add_member(explained, tree, scores, 0, np.arange(tree.n_features))

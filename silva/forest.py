@@ -155,16 +155,20 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
             raise ValueError("`max_sample` cannot be set if `bootstrap=False`. Either switch "
                              "to `bootstrap=True` or set `max_sample=None` "
                              f"({type(self).__name__} got max_samples={self.max_samples!r}).")
+        # A bootstrap draws with replacement, so it may draw more rows than there are
+        # (an int above n_samples, a fraction above 1), as in scikit-learn's forests.
         if isinstance(self.max_samples, numbers.Integral) and not isinstance(
-                self.max_samples, bool):
-            if not 1 <= self.max_samples <= n_samples:
-                raise ValueError(f"max_samples must be in [1, n_samples={n_samples}] as an "
-                                 f"int; got {self.max_samples}.")
+                self.max_samples, bool | np.bool_):
+            if self.max_samples < 1:
+                raise ValueError(f"max_samples must be >= 1 as an int; got "
+                                 f"{self.max_samples}.")
             return int(self.max_samples)
-        if isinstance(self.max_samples, numbers.Real) and 0.0 < self.max_samples <= 1.0:
+        if (isinstance(self.max_samples, numbers.Real)
+                and not isinstance(self.max_samples, bool | np.bool_)
+                and 0.0 < self.max_samples < np.inf):
             return max(1, round(n_samples * self.max_samples))
-        raise ValueError("max_samples must be None, an int >= 1 or a float in (0, 1]; got "
-                         f"{self.max_samples!r}.")
+        raise ValueError("max_samples must be None, an int >= 1 or a positive float (a "
+                         f"fraction of n_samples); got {self.max_samples!r}.")
 
     def _n_threads(self):
         if self.n_jobs is not None and (not isinstance(self.n_jobs, numbers.Integral)
@@ -473,6 +477,12 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         """The unfitted tree the forest grows copies of, with the forest's tree
         parameters (scikit-learn's ``estimator`` of a forest)."""
         return self._make_tree()
+
+    @property
+    def _n_samples_bootstrap(self):
+        """Rows each tree's bootstrap draws (scikit-learn's forests' name for it)."""
+        check_is_fitted(self, "estimators_")
+        return self._n_drawn
 
     @property
     def estimators_samples_(self):
@@ -955,7 +965,8 @@ _FOREST_PARAMETERS = """
         forest is then the same as one fitted with all the trees at once.
     max_samples : int, float or None, default=None
         Size of each bootstrap sample (a float is a fraction of the training set, or of
-        the total weight with ``bootstrap="weighted"``).
+        the total weight with ``bootstrap="weighted"``); it may exceed the training set
+        (the draw is with replacement).
 """
 
 _FOREST_ATTRIBUTES = """

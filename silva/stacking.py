@@ -78,8 +78,43 @@ def _final_has(method):
     return check
 
 
+class _FeatureCount:
+    """``n_features_in_`` of a stacking ensemble, as scikit-learn's: once fitted, that of
+    its first model (a model may lack it: reading it then raises that model's
+    AttributeError); before fit an AttributeError whose first sentence is
+    scikit-learn's. What ``fit`` records stays in the instance's ``__dict__`` under
+    the attribute's own name, so pickles and model files see an ordinary attribute.
+    """
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        models = instance.__dict__.get("estimators_")
+        if models:
+            return models[0].n_features_in_
+        try:
+            return instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"{type(instance).__name__} object has no attribute "
+                                 f"{self.name}: it is set by fit.") from None
+
+    def __set__(self, instance, value):
+        instance.__dict__[self.name] = value
+
+    def __delete__(self, instance):
+        try:
+            del instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+
 class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
                     BaseEstimator):
+    n_features_in_ = _FeatureCount()
+
     def __init__(self, estimators, final_estimator=None, *, cv=None, passthrough=False):
         self.estimators = estimators
         self.final_estimator = final_estimator
@@ -135,7 +170,9 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         self.stack_method_ = []
         columns = []
         for (name, model), method in zip(kept, methods, strict=True):
-            fitted = clone(model).fit(X, y, **routed[name])
+            # The model itself, not what its fit returns (which need not be self).
+            fitted = clone(model)
+            fitted.fit(X, y, **routed[name])
             out_of_fold = cross_val_predict(clone(model), X, y, cv=folds, method=method,
                                             params=routed[name])
             self.estimators_.append(fitted)
@@ -147,7 +184,8 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
                 self.named_estimators_[name] = model
         self._n_feature_outs = [column.shape[1] for column in columns]
         meta = self._with_passthrough(np.hstack(columns), X)
-        self.final_estimator_ = clone(final).fit(meta, y, **params)
+        self.final_estimator_ = clone(final)
+        self.final_estimator_.fit(meta, y, **params)
         return self
 
     def _fit_prefit(self, X, y, estimators, kept, methods, final, params):
@@ -165,7 +203,8 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         columns = self._model_columns(X)
         self._n_feature_outs = [column.shape[1] for column in columns]
         meta = self._with_passthrough(np.hstack(columns), X)
-        self.final_estimator_ = clone(final).fit(meta, y, **params)
+        self.final_estimator_ = clone(final)
+        self.final_estimator_.fit(meta, y, **params)
         return self
 
     def _model_columns(self, X):

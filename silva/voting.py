@@ -13,6 +13,7 @@ composite estimators (``set_params(tree__max_depth=3)``, ``set_params(tree="drop
 from :class:`silva._mixins.HeterogeneousEnsembleMixin`.
 """
 
+import inspect
 import time
 
 import numpy as np
@@ -48,7 +49,7 @@ _INVALID_ESTIMATORS = ("Invalid 'estimators' attribute, 'estimators' should be a
 
 def check_estimator_list(estimators, kind, allow_drop=True):
     """Validated ``[(name, estimator)]``: unique valid names, at least one model that is
-    not ``"drop"``, each with ``fit`` and, for classifiers/regressors, ``predict``."""
+    not ``"drop"``, each with ``fit``."""
     if not isinstance(estimators, list | tuple) or len(estimators) == 0:
         raise ValueError(f"{_INVALID_ESTIMATORS}: estimators must be a non-empty list of "
                          f"(name, estimator) pairs; got {estimators!r}.")
@@ -66,9 +67,12 @@ def check_estimator_list(estimators, kind, allow_drop=True):
         names.append(name)
         if isinstance(model, str) and model == DROP and allow_drop:
             continue
-        if not (hasattr(model, "fit") and hasattr(model, "predict")):
-            raise ValueError(f"estimator {name!r} must be an {kind} with fit and predict "
-                             f"(or 'drop'); got {model!r}.")
+        # fit alone is required, as by scikit-learn's ensembles: a model used only to be
+        # fitted (a mock, a model whose prediction comes later) is accepted, and one
+        # without predict fails when it is asked to predict.
+        if not hasattr(model, "fit"):
+            raise ValueError(f"estimator {name!r} must be an {kind} with fit (or 'drop'); "
+                             f"got {model!r}.")
     if all(isinstance(m, str) and m == DROP for _, m in estimators):
         raise ValueError("All estimators are dropped. At least one is required: every "
                          "entry of estimators is 'drop'.")
@@ -90,6 +94,18 @@ def fit_params(sample_weight):
     return {} if sample_weight is None else {"sample_weight": sample_weight}
 
 
+def _fit_takes_sample_weight(model):
+    """Whether ``model.fit`` names ``sample_weight`` or takes any keyword (``**params``,
+    which scikit-learn's ensembles pass sample_weight through, too)."""
+    if has_fit_parameter(model, "sample_weight"):
+        return True
+    try:
+        parameters = inspect.signature(model.fit).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def check_takes_sample_weight(named_models, sample_weight, ensemble):
     """A TypeError, in scikit-learn's words, when ``sample_weight`` is given and one of
     ``named_models`` (``[(name, model)]``) has a ``fit`` without that parameter: it
@@ -98,7 +114,7 @@ def check_takes_sample_weight(named_models, sample_weight, ensemble):
     if sample_weight is None:
         return
     for name, model in named_models:
-        if not has_fit_parameter(model, "sample_weight"):
+        if not _fit_takes_sample_weight(model):
             raise TypeError(f"Underlying estimator {type(model).__name__} does not support "
                             f"sample weights: {ensemble} was given sample_weight, and "
                             f"{name!r}.fit takes no sample_weight parameter.")
@@ -297,11 +313,6 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         # Models are fitted on the class codes, so their outputs line up with classes_.
         estimators = self._fit_models(X, y_code, sample_weight, "classifier", fit_params)
         self._weights = self._model_weights(estimators, len(self.classes_))
-        if self.voting == "soft":
-            for name, model in zip(self._kept, self.estimators_, strict=True):
-                if not hasattr(model, "predict_proba"):
-                    raise ValueError(f"voting='soft' needs predict_proba, which estimator "
-                                     f"{name!r} does not have.")
         return self
 
     def _per_class_weights(self):
@@ -314,6 +325,12 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
         return np.asarray(model.predict(X)).astype(np.intp, copy=False)
 
     def _model_proba(self, model, X):
+        # Checked here, not at fit (as scikit-learn's voting): a model fitted for its
+        # side effects alone need not predict at all.
+        if not hasattr(model, "predict_proba"):
+            name = self._kept[[m is model for m in self.estimators_].index(True)]
+            raise ValueError(f"voting='soft' needs predict_proba, which estimator {name!r} "
+                             "does not have.")
         proba = np.zeros((_num_samples(X), len(self.classes_)))
         proba[:, np.asarray(model.classes_).astype(np.intp)] = model.predict_proba(X)
         return proba
@@ -358,14 +375,15 @@ class VotingClassifier(ClassifierMixin, _BaseVoting):
     def transform(self, X):
         """Each model's output: for soft voting the probabilities, shape
         (n_samples, n_models * n_classes), model after model; for hard voting the
-        predicted labels, shape (n_samples, n_models). With ``flatten_transform=False``
-        soft voting gives the probabilities as (n_models, n_samples, n_classes)."""
+        predicted classes as indices into ``classes_`` (what the models, fitted on
+        encoded labels, predict; scikit-learn's output), shape (n_samples, n_models).
+        With ``flatten_transform=False`` soft voting gives the probabilities as
+        (n_models, n_samples, n_classes)."""
         X = self._check_X(X)
         if self.voting == "soft":
             probas = [self._model_proba(model, X) for model in self.estimators_]
             return np.hstack(probas) if self.flatten_transform else np.asarray(probas)
-        return np.column_stack([self.classes_[self._codes(model, X)]
-                                for model in self.estimators_])
+        return np.column_stack([self._codes(model, X) for model in self.estimators_])
 
     def get_feature_names_out(self, input_features=None):
         """Names of :meth:`transform`'s columns: ``votingclassifier_<model>`` for hard

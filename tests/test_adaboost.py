@@ -354,3 +354,47 @@ def test_perfect_learner_after_others_outweighs_them():
     np.testing.assert_allclose(model.estimator_errors_, [p, 0.0])
     np.testing.assert_allclose(model.estimator_weights_, [beta1, beta2])
     np.testing.assert_array_equal(model.predict(X), y)  # the perfect learner decides
+
+
+# ---------------------------------------------- scikit-learn's AdaBoost tests (issue 23)
+def test_multiclass_decision_function_is_symmetric_votes_over_total_weight():
+    X, y = make_classification(120, 5, n_classes=3, n_informative=3, n_clusters_per_class=1,
+                               random_state=0)
+    one = AdaBoostClassifier(n_estimators=1, random_state=0).fit(X, y)
+    assert set(np.unique(one.decision_function(X))) == {1.0, -0.5}
+    model = AdaBoostClassifier(n_estimators=6, random_state=0).fit(X, y)
+    decision = model.decision_function(X)
+    np.testing.assert_allclose(decision.sum(axis=1), 0.0, atol=1e-12)
+    # By hand: each learner's vote coded 1 / -1/(K-1), weighted, over the total weight.
+    coded = sum(beta * np.where(learner.predict(X)[:, None] == np.arange(3), 1.0, -0.5)
+                for learner, beta in zip(model.estimators_, model.estimator_weights_,
+                                         strict=True))
+    np.testing.assert_allclose(decision, coded / model.estimator_weights_.sum())
+    np.testing.assert_array_equal(model.predict(X), model.classes_[decision.argmax(axis=1)])
+    for staged, n in zip(model.staged_decision_function(X), range(1, 7), strict=True):
+        np.testing.assert_allclose(staged.sum(axis=1), 0.0, atol=1e-12)
+        if n == len(model.estimators_):
+            np.testing.assert_allclose(staged, decision)
+    sklearn_model = SklearnAdaBoostClassifier(n_estimators=1, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(one.decision_function(X),
+                                  sklearn_model.decision_function(X))
+
+
+def test_a_foreign_learner_gets_x_of_any_dimension_and_huge_rates_warn_nothing():
+    import warnings
+
+    from sklearn.dummy import DummyClassifier, DummyRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(40, 3, 3))
+    y = rng.randint(0, 2, 40)
+    model = AdaBoostClassifier(DummyClassifier(strategy="most_frequent")).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), np.full(40, np.bincount(y).argmax()))
+    regressor = AdaBoostRegressor(DummyRegressor()).fit(X, rng.normal(size=40))
+    assert regressor.predict(X).shape == (40,)
+    with pytest.raises(ValueError, match="dim 3"):
+        AdaBoostClassifier().fit(X, y)  # silva's trees need a matrix
+    X2, y2 = make_classification(150, 5, n_classes=3, n_informative=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        AdaBoostClassifier(n_estimators=30, learning_rate=23.0).fit(X2, y2)

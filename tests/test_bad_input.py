@@ -78,7 +78,7 @@ def test_poisson_refuses_negative_y(y):
 
 
 def test_poisson_refuses_all_zero_y():
-    with pytest.raises(ValueError, match="poisson.*positive sum of y"):
+    with pytest.raises(ValueError, match="Poisson.*needs a positive one"):
         DecisionTreeRegressor(criterion="poisson").fit(X, np.zeros(40))
 
 
@@ -754,6 +754,9 @@ def test_warm_start_with_other_classes_is_refused(model_class):
                             r"Poisson regression."),
     (lambda X, y: silva.DecisionTreeRegressor(criterion="poisson").fit(X, 0 * y),
      r"Sum of y is not strictly positive which is necessary for Poisson regression."),
+    # A y no Poisson model fits is named so before its length is checked.
+    (lambda X, y: silva.DecisionTreeRegressor(criterion="poisson").fit(X[:1], [0, 0, 0]),
+     r"y is not positive.*Poisson"),
     (lambda X, y: silva.AdaBoostClassifier().fit(X, y > 0, sample_weight=[-1.0]),
      re.escape("sample_weight.shape == (1,), expected (20,)")),
     (lambda X, y: silva.AdaBoostRegressor().fit(X, y, sample_weight=np.r_[-1.0, [1] * 19]),
@@ -764,3 +767,14 @@ def test_messages_contain_scikit_learns_wording(make_fit, pattern):
     X, y = rng.normal(size=(20, 3)), rng.normal(size=20)
     with pytest.raises(ValueError, match=pattern):
         make_fit(X, y)
+
+
+def test_zero_dimensional_sample_weight_is_a_type_error_but_a_number_is_broadcast():
+    X, y = np.random.RandomState(0).normal(size=(20, 3)), np.arange(20) % 2
+    with pytest.raises(TypeError, match=re.escape(
+            "Input should have at least 1 dimension i.e. satisfy `len(x.shape) > 0`, got "
+            "scalar `array(0.)` instead.")):
+        silva.DecisionTreeClassifier().fit(X, y, sample_weight=np.array(0))
+    broadcast = silva.DecisionTreeClassifier(random_state=0).fit(X, y, sample_weight=2.0)
+    unweighted = silva.DecisionTreeClassifier(random_state=0).fit(X, y)
+    np.testing.assert_array_equal(broadcast.tree_.threshold, unweighted.tree_.threshold)

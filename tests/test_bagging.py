@@ -79,7 +79,7 @@ def test_weighted_bootstrap_members_see_the_counts_alone():
         assert (weight[rows] > 0).all()  # zero-weight rows are never drawn
         # Fitted on the drawn rows with their counts (which sum to the draw's size).
         assert member.sample_weight_.sum() == round(weight.sum())
-        assert sorted(map(tuple, member.X_)) == sorted(map(tuple, X[rows]))
+        assert sorted(map(tuple, member.X_)) == sorted(map(tuple, X[np.unique(rows)]))
 
 
 # ------------------------------------------------------------- what members are fitted on
@@ -119,9 +119,12 @@ def test_bootstrap_counts_become_sample_weights():
     bag = BaggingRegressor(RecordingRegressor(), n_estimators=6, random_state=0).fit(X, y)
     for member, samples in zip(bag.estimators_, bag.estimators_samples_, strict=True):
         rows = member.X_[:, 0].astype(int)
-        # The distinct drawn rows, each once, with its count as its weight.
-        np.testing.assert_array_equal(np.sort(rows), samples)
-        assert np.all(member.sample_weight_ >= 1)
+        # Every row, each once, with its count as its weight (0 when not drawn, as in
+        # scikit-learn's bagging); estimators_samples_ has a row as often as drawn.
+        np.testing.assert_array_equal(rows, np.arange(60))
+        np.testing.assert_array_equal(np.bincount(samples, minlength=60),
+                                      member.sample_weight_)
+        assert np.any(member.sample_weight_ == 0)
         assert np.all(member.sample_weight_ == np.round(member.sample_weight_))
         assert member.sample_weight_.sum() == 60
     # The mean of y over the drawn rows with repeats: a bootstrap mean.
@@ -154,8 +157,10 @@ def test_without_bootstrap_each_member_gets_exactly_half_of_the_rows():
                            bootstrap=False, random_state=0).fit(X, y)
     for member, samples in zip(bag.estimators_, bag.estimators_samples_, strict=True):
         assert samples.shape == (30,) and np.unique(samples).shape == (30,)
-        np.testing.assert_array_equal(np.sort(member.X_[:, 0].astype(int)), samples)
-        np.testing.assert_array_equal(member.sample_weight_, np.ones(30))
+        # Every row reaches the member, the 30 drawn with weight 1, the others 0.
+        np.testing.assert_array_equal(member.X_[:, 0].astype(int), np.arange(60))
+        np.testing.assert_array_equal(np.flatnonzero(member.sample_weight_), samples)
+        np.testing.assert_array_equal(member.sample_weight_[samples], np.ones(30))
     # Different members draw different halves.
     assert len({tuple(s) for s in bag.estimators_samples_}) == 5
     counted = BaggingRegressor(RecordingRegressor(), n_estimators=3, max_samples=17,
@@ -532,3 +537,103 @@ def test_decision_function_is_the_members_mean():
     np.testing.assert_allclose(bag.decision_function(X), expected)
     assert bag.decision_function(X).shape == (80, 3)
     assert not hasattr(BaggingClassifier(n_estimators=2).fit(X, y), "decision_function")
+
+
+# ------------------------------------------- scikit-learn's bagging tests (issue 23 item 1)
+def _impute_infinity(X):
+    X = np.array(X, dtype=np.float64)
+    X[~np.isfinite(X)] = 0.0
+    return X
+
+
+def test_infinity_reaches_a_foreign_estimator_but_not_a_silva_tree():
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    X, y = make_classification(40, 4, random_state=0)
+    X[::7, 1] = np.inf
+    X[1::7, 2] = -np.inf
+    imputing = make_pipeline(FunctionTransformer(_impute_infinity), DecisionTreeClassifier())
+    bag = BaggingClassifier(imputing, n_estimators=3, random_state=0).fit(X, y)
+    expected = BaggingClassifier(imputing, n_estimators=3, random_state=0).fit(
+        _impute_infinity(X), y)
+    np.testing.assert_array_equal(bag.predict_proba(X), expected.predict_proba(X))
+    with pytest.raises(ValueError, match="infinity"):
+        BaggingClassifier(n_estimators=3).fit(X, y)
+
+
+def test_nested_random_states_are_seeded_and_refit_reproduces_the_member():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.random_projection import GaussianRandomProjection
+
+    X, y = make_classification(80, 6, random_state=0)
+    pipeline = make_pipeline(GaussianRandomProjection(n_components=2), LogisticRegression())
+    bag = BaggingClassifier(pipeline, n_estimators=3, max_samples=0.5,
+                            random_state=0).fit(X, y)
+    seeds = [m.steps[0][1].random_state for m in bag.estimators_]
+    assert all(isinstance(seed, int) for seed in seeds) and len(set(seeds)) == 3
+    # A pipeline has no sample_weight: it was fitted on the drawn rows with repeats,
+    # which estimators_samples_ lists, so refitting it gives the same coefficients.
+    member = bag.estimators_[0]
+    rows, features = bag.estimators_samples_[0], bag.estimators_features_[0]
+    assert rows.shape == (40,) and np.unique(rows).shape[0] < 40
+    coef = member.steps[-1][1].coef_.copy()
+    member.fit(X[rows][:, features], y[rows])
+    np.testing.assert_array_equal(member.steps[-1][1].coef_, coef)
+
+
+def test_tree_subclass_whose_fit_takes_no_sample_weight_gets_repeated_rows():
+    class RowRecordingTree(silva.DecisionTreeRegressor):
+        def fit(self, X, y):
+            self.rows_ = np.asarray(y)
+            return super().fit(X, y)
+
+    X = np.random.RandomState(0).normal(size=(13, 4))
+    bag = BaggingRegressor(RowRecordingTree(), n_estimators=2, random_state=0).fit(
+        X, np.arange(13.0))
+    for member, rows in zip(bag.estimators_, bag.estimators_samples_, strict=True):
+        np.testing.assert_array_equal(member.rows_, rows)
+        assert rows.shape == (13,)
+
+
+def test_a_member_whose_draw_misses_a_class_still_sees_it_with_weight_zero():
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1, 0])
+    # One column, drawn rows that may all be of one class: each member gets both rows.
+    bag = BaggingClassifier(LogisticRegression(), max_features=0.3, random_state=1).fit(X, y)
+    assert all(list(member.classes_) == [0, 1] for member in bag.estimators_)
+    assert bag.predict_proba(X).shape == (2, 2)
+
+
+class _PredictRecorder(BaseEstimator):
+    """A classifier without predict_proba whose predict keeps the metadata it got."""
+
+    _estimator_type = "classifier"
+
+    def fit(self, X, y):
+        self.classes_ = np.unique(y)
+        self.majority_ = np.bincount(y).argmax()
+        return self
+
+    def predict(self, X, scale=None):
+        self.scale_ = scale
+        return np.full(np.shape(X)[0], self.majority_)
+
+
+def test_prediction_metadata_is_routed_to_the_member_method_called():
+    import sklearn
+
+    X, y = make_classification(40, 4, random_state=0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        member = _PredictRecorder().set_predict_request(scale=True)
+        bag = BaggingClassifier(member, n_estimators=3, random_state=0).fit(X, y)
+        # Without predict_proba, predict and predict_log_proba call the members' predict.
+        assert bag._member_callees()["predict_log_proba"] == "predict"
+        bag.predict_log_proba(X, scale=2.0)
+        assert all(m.scale_ == 2.0 for m in bag.estimators_)
+        bag.predict(X, scale=3.0)
+        assert all(m.scale_ == 3.0 for m in bag.estimators_)
+    with pytest.raises(ValueError, match="metadata routing enabled"):
+        bag.predict(X, scale=1.0)

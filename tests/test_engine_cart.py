@@ -83,3 +83,36 @@ def test_predict_log_proba_is_minus_infinity_at_zero_without_warning():
         warnings.simplefilter("error")
         log_proba = _TwoClasses().predict_log_proba(None)
     np.testing.assert_array_equal(log_proba, [[np.log(0.25), np.log(0.75)], [0.0, -np.inf]])
+
+
+# ---------------------------------------------- scikit-learn's tree tests (issue 23 item 1)
+def test_friedman_mse_improvement_is_in_min_impurity_decrease_units():
+    from silva import DecisionTreeRegressor
+
+    X, y = make_classification(n_samples=100, random_state=42)
+    for bound in (0.0001, 0.05):
+        friedman = DecisionTreeRegressor(criterion="friedman_mse",
+                                         min_impurity_decrease=bound, random_state=0)
+        squared = DecisionTreeRegressor(min_impurity_decrease=bound, random_state=0)
+        tree = friedman.fit(X, y).tree_
+        weighted = tree.impurity * tree.weighted_n_node_samples / 100
+        for node in np.flatnonzero(tree.children_left >= 0):
+            left, right = tree.children_left[node], tree.children_right[node]
+            assert weighted[node] - weighted[left] - weighted[right] > bound - 1e-10
+        # Equal in exact arithmetic to squared_error's improvement: the same tree here.
+        np.testing.assert_array_equal(tree.feature, squared.fit(X, y).tree_.feature)
+
+
+def test_poisson_children_of_zero_targets_are_never_made():
+    from sklearn.datasets import make_regression
+
+    from silva import DecisionTreeRegressor
+
+    X, y = make_regression(n_samples=1000, n_features=10, n_informative=6, effective_rank=6,
+                           tail_strength=0.6, random_state=0)
+    y[(-1 < y) & (y < 0)] = 0  # excess zeros, whose sums by subtraction round to ~1e-15
+    y = np.abs(y)
+    model = DecisionTreeRegressor(criterion="poisson", random_state=0).fit(X, y)
+    assert np.all(model.predict(X) > 0)
+    leaves = model.tree_.children_left < 0
+    assert np.all(model.tree_.value.ravel()[leaves] > 0)

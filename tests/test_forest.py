@@ -480,12 +480,12 @@ def _small_data():
 
 @pytest.mark.parametrize("params, message", [
     ({"max_samples": 0}, "max_samples"),
-    ({"max_samples": 1.5}, "max_samples"),
+    ({"max_samples": float("inf")}, "max_samples"),
     ({"max_samples": -1}, "max_samples"),
     ({"max_samples": 0.0}, "max_samples"),
     ({"max_samples": "half"}, "max_samples"),
     ({"max_samples": 0.5, "bootstrap": False}, "max_samples"),
-    ({"max_samples": 41, "bootstrap": True}, r"max_samples must be in \[1, n_samples=40\]"),
+    ({"max_samples": True, "bootstrap": True}, "max_samples"),
     ({"max_features": 5}, r"max_features must be in \[1, n_features=4\]"),
     ({"max_features": 0}, "max_features"),
     ({"max_features": 1.5}, "max_features"),
@@ -694,3 +694,20 @@ def test_decision_path_stacks_the_trees_paths():
         np.testing.assert_array_equal(block, tree.decision_path(X).toarray())
         assert block[:, 0].all()
         np.testing.assert_array_equal(block[np.arange(50), leaves[:, t]], 1)
+
+
+@pytest.mark.parametrize("cls", [RandomForestRegressor, ExtraTreesClassifier])
+def test_bootstrap_may_draw_more_rows_than_there_are(cls):
+    """max_samples above n_samples (an int, or a fraction above 1) draws that many rows
+    with replacement, as scikit-learn's forests allow; 1.5 and int(1.5 n) are the same."""
+    X, y = make_classification(80, 4, random_state=0)
+    as_fraction = cls(n_estimators=3, max_samples=1.5, bootstrap=True,
+                      random_state=0).fit(X, y)
+    as_count = cls(n_estimators=3, max_samples=120, bootstrap=True,
+                   random_state=0).fit(X, y)
+    assert as_fraction._n_samples_bootstrap == as_count._n_samples_bootstrap == 120
+    assert all(rows.shape == (120,) for rows in as_count.estimators_samples_)
+    np.testing.assert_array_equal(as_fraction.predict(X), as_count.predict(X))
+    for bad in (0, -0.5, np.inf):
+        with pytest.raises(ValueError, match="max_samples"):
+            cls(n_estimators=2, max_samples=bad, bootstrap=True).fit(X, y)

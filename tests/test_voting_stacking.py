@@ -1,5 +1,7 @@
 """Voting and stacking: scikit-learn's estimator checks, weights, out-of-fold stacking."""
 
+import pickle
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -112,7 +114,7 @@ def test_voting_drop_and_nested_params():
     assert len(vote.estimators_) == 2 and vote.named_estimators_["knn"] == "drop"
     assert vote.named_estimators_["tree"].get_depth() == 1
     with pytest.raises(ValueError, match="predict_proba"):
-        VotingClassifier([("svc", LinearSVC())], voting="soft").fit(X, y)
+        VotingClassifier([("svc", LinearSVC())], voting="soft").fit(X, y).predict_proba(X)
     assert not hasattr(VotingClassifier(_three_models()), "predict_proba")
 
 
@@ -392,3 +394,51 @@ def test_missing_methods_say_why_in_the_cause():
     with pytest.raises(AttributeError, match="has no attribute 'decision_function'") as error:
         stack.decision_function(X)
     assert "decision_function" in str(error.value.__cause__)
+
+
+# ------------------------------------------- scikit-learn's voting and stacking tests
+def test_models_need_only_fit_and_hard_transform_gives_class_indices():
+
+    class FitOnly(ClassifierMixin, BaseEstimator):
+        def fit(self, X, y, **params):
+            self.params_ = params
+            return self
+
+    X, y = load_iris(return_X_y=True)
+    only_fit = VotingClassifier([("model", FitOnly())]).fit(X, y, sample_weight=np.ones(150))
+    assert "sample_weight" in only_fit.estimators_[0].params_
+    labels = np.array(["setosa", "versicolor", "virginica"])[y]
+    models = [("tree", DecisionTreeClassifier(max_depth=2, random_state=0)),
+              ("logistic", LogisticRegression(max_iter=500))]
+    ours = VotingClassifier(models, voting="hard").fit(X, labels)
+    theirs = SklearnVotingClassifier(models, voting="hard").fit(X, labels)
+    np.testing.assert_array_equal(ours.transform(X), theirs.transform(X))
+    assert set(np.unique(ours.transform(X))) <= {0, 1, 2}
+    # A soft vote asks for predict_proba when it predicts, not when it fits.
+    soft = VotingClassifier([("model", FitOnly())], voting="soft").fit(X, y)
+    with pytest.raises(ValueError, match="needs predict_proba, which estimator 'model'"):
+        soft.predict_proba(X)
+
+
+def test_stacking_n_features_in_before_and_after_fit():
+    X, y = load_iris(return_X_y=True)
+    stack = StackingClassifier([("tree", DecisionTreeClassifier())])
+    with pytest.raises(AttributeError,
+                       match="StackingClassifier object has no attribute n_features_in_"):
+        _ = stack.n_features_in_
+    assert not hasattr(stack, "n_features_in_")
+    stack.fit(X, y)
+    assert stack.n_features_in_ == 4 and stack.__dict__["n_features_in_"] == 4
+    assert pickle.loads(pickle.dumps(stack)).n_features_in_ == 4
+
+    class WithoutFeatureCount(LogisticRegression):
+        def fit(self, X, y):
+            super().fit(X, y)
+            del self.n_features_in_
+            return self
+
+    # Fitted, it is the first model's, as in scikit-learn's stacking.
+    stack = StackingClassifier([("logistic", WithoutFeatureCount(max_iter=500))]).fit(X, y)
+    with pytest.raises(AttributeError, match="'WithoutFeatureCount' object has no attribute"):
+        _ = stack.n_features_in_
+    assert stack.predict(X).shape == (150,)

@@ -31,7 +31,8 @@ impurities, improvements and feature importances can be compared number for numb
   feature importances) are then the weighted gini or entropy decrease of the chosen
   split;
 - squared_error: the weighted variance; friedman_mse: the same impurity, but a split's
-  improvement is Friedman's (2001, eq. 35) ``w_l w_r (mean_l - mean_r)**2 / w``;
+  improvement is Friedman's (2001, eq. 35) ``w_l w_r (mean_l - mean_r)**2 / w`` over the
+  root weight ``W`` (equal to squared_error's improvement in exact arithmetic);
 - poisson: half the mean Poisson deviance ``sum w (y log(y / mean) - y + mean) / sum w``;
 - absolute_error: the mean absolute deviation from the weighted median. It cannot be read
   off channel sums; :mod:`silva.engine.splitting` computes it from order statistics and
@@ -76,16 +77,23 @@ REGRESSION_CRITERIA = {
 # Below this, a node is pure, and a Poisson child's mean counts as zero (scikit-learn's
 # EPSILON, so that the two libraries stop at the same nodes).
 EPSILON = np.finfo(np.float64).eps
+# Rounding of a sum of n terms found as a difference of two accumulated sums, in ulps of
+# the larger: a bound generous enough for the sums a node accumulates over its bins.
+_SUBTRACTION_ULPS = 16.0
 _LOG_2 = np.log(2.0)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _zero_poisson_sum(sums):
+def _zero_poisson_sum(sums, parent_sum=0.0):
     """Whether a Poisson node's target sum counts as zero: ``sum w y <= EPSILON`` as in
     scikit-learn, with EPSILON taken in the node's mean sample weight ``sum w / n`` (1
     without weights, so the same test), so that rescaling every weight by one constant
-    does not change which nodes it flags."""
-    return sums[2] <= EPSILON * (sums[1] / max(sums[0], 1.0))
+    does not change which nodes it flags. A child's sum found as its parent's minus its
+    sibling's (``parent_sum`` > 0) is zero up to that subtraction's rounding, a few ulps
+    of ``parent_sum``: a child of zero targets must never predict zero
+    (scikit-learn's test_poisson_zero_nodes)."""
+    return sums[2] <= (EPSILON * (sums[1] / max(sums[0], 1.0))
+                       + _SUBTRACTION_ULPS * EPSILON * parent_sum)
 
 
 def is_classification(criterion):
@@ -173,13 +181,19 @@ def improvement(criterion, parent, left, right, parent_impurity, root_weight):
     weight = node_weight(criterion, parent)
     left_weight = node_weight(criterion, left)
     right_weight = node_weight(criterion, right)
-    if criterion == POISSON and (_zero_poisson_sum(left) or _zero_poisson_sum(right)):
+    if criterion == POISSON and (_zero_poisson_sum(left, parent[2])
+                                 or _zero_poisson_sum(right, parent[2])):
         return -np.inf, 0.0, 0.0
     left_impurity = impurity(criterion, left)
     right_impurity = impurity(criterion, right)
     if criterion == FRIEDMAN_MSE:
+        # Friedman's improvement over the root weight W: algebraically the squared-error
+        # decrease w / W * (i - w_l / w i_l - w_r / w i_r), in the units that
+        # min_impurity_decrease bounds (as in scikit-learn, where friedman_mse is now
+        # squared_error), computed from the children's means without cancellation.
         diff = right_weight * left[2] - left_weight * right[2]
-        return diff * diff / (left_weight * right_weight * weight), left_impurity, right_impurity
+        return (diff * diff / (left_weight * right_weight * weight) / root_weight,
+                left_impurity, right_impurity)
     decrease = (
         parent_impurity
         - left_weight / weight * left_impurity
@@ -329,8 +343,10 @@ def poisson_proxy(left, parent, min_weight):
     left_sum = left[2]
     right_sum = parent[2] - left_sum
     # _zero_poisson_sum of each child, whose count is parent[0] - left[0].
-    if (left_sum <= EPSILON * (left_weight / max(left[0], 1.0))
-            or right_sum <= EPSILON * (right_weight / max(parent[0] - left[0], 1.0))):
+    rounding = _SUBTRACTION_ULPS * EPSILON * parent[2]
+    if (left_sum <= EPSILON * (left_weight / max(left[0], 1.0)) + rounding
+            or right_sum <= EPSILON * (right_weight / max(parent[0] - left[0], 1.0))
+            + rounding):
         return -np.inf
     return (left_sum * np.log(left_sum / left_weight)
             + right_sum * np.log(right_sum / right_weight))
