@@ -432,6 +432,15 @@ class SparseTargetError(TypeError, ValueError):
     catches it."""
 
 
+def refuse_sparse_target(estimator, y):
+    """A sparse y is refused with :class:`SparseTargetError` (scikit-learn's first
+    sentence)."""
+    if is_sparse(y):
+        raise SparseTargetError(
+            f"sparse multilabel-indicator for y is not supported: {type(estimator).__name__} "
+            "takes y as a dense array (sparse X is fine); pass y.toarray().")
+
+
 def target_1d(estimator, y, n_samples, *, stacklevel=3):
     """``y`` as a one-dimensional array of ``n_samples`` entries.
 
@@ -443,10 +452,7 @@ def target_1d(estimator, y, n_samples, *, stacklevel=3):
     if y is None:
         raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
                          "y is None.")
-    if is_sparse(y):
-        raise SparseTargetError(
-            f"sparse multilabel-indicator for y is not supported: {type(estimator).__name__} "
-            "takes y as a dense array (sparse X is fine); pass y.toarray().")
+    refuse_sparse_target(estimator, y)
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected; it is "

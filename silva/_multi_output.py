@@ -11,7 +11,6 @@ single-output target, as in scikit-learn.
 """
 
 import numpy as np
-import scipy.sparse
 
 from silva import _input
 from silva.engine import criteria
@@ -24,11 +23,7 @@ def target(estimator, y, n_samples, *, stacklevel=4):
     ``DataConversionWarning``) go through :func:`silva._input.target_1d`; a 2-D ``y``
     must have one row per sample of X.
     """
-    if scipy.sparse.issparse(y):
-        # scikit-learn's first sentence.
-        raise ValueError(f"sparse multilabel-indicator for y is not supported: "
-                         f"{type(estimator).__name__} needs y as a dense array (use "
-                         "y.toarray()).")
+    _input.refuse_sparse_target(estimator, y)
     if y is not None:
         array = np.asarray(y)
         if array.ndim > 2:

@@ -39,122 +39,22 @@ def gap(what):
 
 EXPECTED_FAILURES = {
     # --- Features still to come in issue 23
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csc-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csc-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csr-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-sparse_csr-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csc-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csc-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csr-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-sparse_csr-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csc-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csc-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csr-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-sparse_csr-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csc-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csc-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csr-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-sparse_csr-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_array-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_array-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_matrix-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_matrix-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_matrix-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[coo_matrix-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_array-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_array-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_matrix-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_matrix-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_matrix-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csc_matrix-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_array-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_array-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_matrix-ExtraTreesClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_matrix-ExtraTreesRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_matrix-RandomForestClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_forest.py::test_sparse_input[csr_matrix-RandomForestRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_memory_layout":
         gap("sparse X passes now; a regressor fitted on y centred by its mean predicts the class 0 as -4.4e-16, not exactly 0, and the test compares with assert_array_equal"),
-    "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_array-DecisionTreeClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_array-DecisionTreeRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_matrix-DecisionTreeClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_on_sparse_input[csc_matrix-DecisionTreeRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_array-DecisionTreeClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_array-DecisionTreeRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_matrix-DecisionTreeClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_min_weight_fraction_leaf_with_min_samples_leaf_on_sparse_input[csc_matrix-DecisionTreeRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_tree.py::test_missing_value_errors[tree0-csr_array]":
         design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
     "test_tree.py::test_missing_value_errors[tree0-csr_matrix]":
         design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
-    "test_tree.py::test_sparse_input[multilabel-DecisionTreeClassifier]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
-    "test_tree.py::test_sparse_input[multilabel-DecisionTreeRegressor]":
-        MULTI_OUTPUT,  # sparse X passes; y is multi-output
     "test_stacking.py::test_stacking_classifier_multilabel_auto_predict[*":
-        MULTI_OUTPUT,
+        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
     "test_stacking.py::test_stacking_classifier_multilabel_decision_function":
-        MULTI_OUTPUT,
+        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
     "test_stacking.py::test_stacking_classifier_multilabel_predict_proba[*":
-        MULTI_OUTPUT,
+        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
     "test_tree.py::test_multioutput[DecisionTreeRegressor-absolute_error]":
-        MULTI_OUTPUT,
+        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
     "test_tree.py::test_multioutput[DecisionTreeRegressor-poisson]":
-        MULTI_OUTPUT,
+        design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
     "test_bagging.py::test_draw_indices_using_sample_weight[*":
         WEIGHTED_BOOTSTRAP,
     "test_bagging.py::test_invalid_sample_weight_max_samples_bootstrap_combinations":
@@ -224,52 +124,4 @@ EXPECTED_FAILURES = {
         gap("a split and its mirror image (missing values sent the other way) tie in exact arithmetic; the entropy proxy's rounding picks missing-left here where scikit-learn keeps the first scanned (missing right). Summing the two children's terms before subtracting makes the tie exact and fixes it, but changes an existing entropy tree (fingerprint dtc-entropy-messy3), so it is left for a deliberate model change"),
     "test_weight_boosting.py::test_sample_weights_infinite":
         design('boosting weights are kept as logarithms of their factors (silva.adaboost.BoostingWeights) and never reach infinity, so there is no infinite-weight warning to give nor a reason to stop; a huge learning_rate only makes the diagnostic training_error_bound_ infinite, without a RuntimeWarning'),
-    "test_forest.py::test_class_weight_balanced_and_bootstrap_multi_output[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_classes_shape[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_classifier_error_oob_score_multiclass_multioutput[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[True-X3-y3-0.18-array-RandomForestClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-ExtraTreesClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_classifier_oob[oob_score1-X3-y3-0.18-array-RandomForestClassifier]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_multioutput_integral_regression_target[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[True-X1-y1-0.55-array-RandomForestRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-ExtraTreesRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_forest_regressor_oob[explained_variance_score-X1-y1-0.55-array-RandomForestRegressor]":
-        MULTI_OUTPUT,
-    "test_forest.py::test_multioutput[*":
-        MULTI_OUTPUT,
-    "test_forest.py::test_multioutput_string[*":
-        MULTI_OUTPUT,
-    "test_tree.py::test_class_weight_errors[DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_class_weights[DecisionTreeClassifier]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_classes_shape":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeClassifier-gini]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeClassifier-log_loss]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeRegressor-friedman_mse]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_multioutput[DecisionTreeRegressor-squared_error]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_prune_tree_classifier_are_subtrees[DecisionTreeClassifier-multilabel]":
-        MULTI_OUTPUT,
-    "test_tree.py::test_prune_tree_regression_are_subtrees[DecisionTreeRegressor-multilabel]":
-        MULTI_OUTPUT,
-    "test_voting.py::test_multilabel":
-        MULTI_OUTPUT,
 }
