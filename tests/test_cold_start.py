@@ -59,10 +59,14 @@ def test_each_criterion_binds_its_own_scans():
         bound = finder.py_func.__globals__
         assert bound["ORDER_STATISTICS"] == (code == criteria.ABSOLUTE_ERROR)
         feature = bound["evaluate_feature"].py_func.__globals__
-        numeric = bound["evaluate_numeric"].py_func.__globals__
+        search = bound["search_numeric_features"].py_func.__globals__
+        # Both the numeric search and the per-feature evaluation scan with this
+        # criterion's kernels, through one copy of evaluate_numeric_feature.
+        numeric_feature = search["evaluate_numeric_feature"]
+        assert feature["evaluate_numeric_feature"] is numeric_feature
+        numeric = numeric_feature.py_func.__globals__["evaluate_numeric"].py_func.__globals__
         assert feature["scan_categorical"] is splitting._SCANS[proxy][1]
         assert numeric["scan_numeric"] is splitting._SCANS[proxy][0]
-        assert feature["evaluate_numeric"] is bound["evaluate_numeric"]
         dense = bound["_evaluate_dense_parallel"].py_func.__globals__
         assert dense["evaluate_feature"] is bound["evaluate_feature"]
         grow = grower.compiled_grower(code)
