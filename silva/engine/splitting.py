@@ -256,8 +256,7 @@ def _make_scans(proxy, criterion_name, classification):
     for scan in (scan_numeric, scan_categorical):
         # A name of its own per criterion, so that numba caches each copy apart.
         scan.__name__ = scan.__qualname__ = f"{scan.__name__}_{criterion_name}"
-        options = {"inline": "always"} if scan is scan_numeric else {}
-        scans.append(nb.njit(cache=True, error_model="numpy", **options)(scan))
+        scans.append(nb.njit(cache=True, error_model="numpy")(scan))
     return scans
 
 
@@ -620,13 +619,15 @@ def _any_categorical(is_categorical, features):
 
 
 @nb.njit(cache=True, error_model="numpy", _nrt=False)
-def search_numeric_features(criterion, features, seeds, use_random, use_histogram, hist,
-                            n_value_bins, ordered_codes, ordered_stats, start, end,
-                            missing_bin, lower, upper, node_sums, min_samples_leaf,
-                            min_weight_leaf, monotonic_cst, min_value, max_value, scratch,
-                            best_gain, best_feature, best_bin, best_missing_left):
-    """The serial search of :func:`find_node_split` over numeric ``features`` (with their
-    random ``seeds``), in order, continuing from the best split so far
+def search_numeric_features(criterion, features, seeds, first, last, use_random,
+                            use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
+                            start, end, missing_bin, lower, upper, node_sums,
+                            min_samples_leaf, min_weight_leaf, monotonic_cst, min_value,
+                            max_value, scratch, best_gain, best_feature, best_bin,
+                            best_missing_left):
+    """The serial search of :func:`find_node_split` over the numeric features
+    ``features[first:last]`` (with their random ``seeds``), in order, continuing from the
+    best split so far
     (``best_gain``, ``best_feature``, ``best_bin``, ``best_missing_left``; its left sums
     in ``scratch``'s node-left row). Returns the best split after them and how many of
     them are not constant in the node.
@@ -654,7 +655,7 @@ def search_numeric_features(criterion, features, seeds, use_random, use_histogra
     feature_left = scratch.side_sums[_FEATURE_LEFT]
     node_left = scratch.side_sums[_NODE_LEFT]
     n_non_constant = 0
-    for j in range(features.shape[0]):
+    for j in range(first, last):
         f = features[j]
         if RANDOM and use_random and not use_histogram:
             # Extra trees straight from the rows: no per-bin histogram.
@@ -738,9 +739,11 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     node_stats = ordered_stats[start:end]
 
     best_gain = _NO_SPLIT
-    best_feature = -1
-    best_bin = -1
-    best_missing_left = False
+    # Typed, not literal: numba would compile search_numeric_features once more for
+    # the literal -1 and False of its first call.
+    best_feature = np.int64(-1)
+    best_bin = np.int64(-1)
+    best_missing_left = np.bool_(False)
     missing = scratch.side_sums[_MISSING]
     left = scratch.side_sums[_LEFT]
     right = scratch.side_sums[_RIGHT]
@@ -797,23 +800,14 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_missing_left = missing_left
                     if is_categorical[f]:
                         copy_vector(out_bitset, bitset)
-        elif not (CATEGORICAL and _any_categorical(is_categorical, features)):
-            best_gain, best_feature, best_bin, best_missing_left, batch_non_constant = \
-                search_numeric_features(
-                    criterion, features, seeds, use_random, use_histogram, hist,
-                    n_value_bins, ordered_codes, ordered_stats, start, end, missing_bin,
-                    lower, upper, node_sums, min_samples_leaf, min_weight_leaf,
-                    monotonic_cst, min_value, max_value, scratch, best_gain, best_feature,
-                    best_bin, best_missing_left)
-            n_non_constant += batch_non_constant
-        else:
+        elif CATEGORICAL and _any_categorical(is_categorical, features):
             # A batch with categorical features: one feature at a time, in order.
             for j in range(batch):
                 f = features[j]
                 if not is_categorical[f]:
                     best_gain, best_feature, best_bin, best_missing_left, non_constant = \
                         search_numeric_features(
-                            criterion, features[j:j + 1], seeds[j:j + 1], use_random,
+                            criterion, features, seeds, j, j + 1, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes,
                             ordered_stats, start, end, missing_bin, lower, upper,
                             node_sums, min_samples_leaf, min_weight_leaf, monotonic_cst,
@@ -844,6 +838,16 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_missing_left = missing_left
                     copy_vector(node_left, feature_left)
                     copy_vector(out_bitset, bitset)
+        else:
+            best_gain, best_feature, best_bin, best_missing_left, batch_non_constant = \
+                search_numeric_features(
+                    criterion, features, seeds, np.int64(0), batch, use_random,
+                    use_histogram, hist,
+                    n_value_bins, ordered_codes, ordered_stats, start, end, missing_bin,
+                    lower, upper, node_sums, min_samples_leaf, min_weight_leaf,
+                    monotonic_cst, min_value, max_value, scratch, best_gain, best_feature,
+                    best_bin, best_missing_left)
+            n_non_constant += batch_non_constant
         n_visited += batch
     if best_feature < 0 or ORDER_STATISTICS:
         return best_gain, best_feature, best_bin, best_missing_left
