@@ -69,32 +69,22 @@ MAX_RECOVERIES = 8
 _MEAN_LOSSES = {"squared_error", "poisson", "gamma", "tweedie", "log_loss", "exponential"}
 
 
-class _DaskBoosting:
-    """The Dask fit shared by both estimators; mixed in before the local class."""
+class LocalTwin:
+    """What a Dask estimator shares with the single-machine class it mirrors
+    (``_local_class``): its parameters are the local class's plus ``_dask_params``,
+    and a fitted one turns into the local estimator (:meth:`to_local`), which is what
+    it saves."""
 
     _local_class = None
-
-    def __init__(self, *, client=None, on_worker_loss="recover",
-                 histogram_reduction="client", bin_subsample=DEFAULT_BIN_SAMPLE,
-                 **params):
-        super().__init__(bin_subsample=bin_subsample, **params)
-        self.client = client
-        self.on_worker_loss = on_worker_loss
-        self.histogram_reduction = histogram_reduction
-
-    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
-            callbacks=None):
-        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
-        (partitioned like X); NaN in X means missing."""
-        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
+    _dask_params = ()
 
     @classmethod
     def _get_param_names(cls):
-        return sorted(set(cls._local_class._get_param_names()) | set(_DASK_PARAMS))
+        return sorted(set(cls._local_class._get_param_names()) | set(cls._dask_params))
 
     def _local_params(self):
         return {k: v for k, v in self.get_params(deep=False).items()
-                if k not in _DASK_PARAMS}
+                if k not in self._dask_params}
 
     def to_local(self):
         """The fitted model as the single-machine estimator (same parameters, same
@@ -112,6 +102,26 @@ class _DaskBoosting:
         """Save the fitted model as the single-machine estimator it is (``to_local()``):
         the file loads without dask, and holds no client."""
         return self.to_local().save(path, allow_pickle=allow_pickle, metadata=metadata)
+
+
+class _DaskBoosting(LocalTwin):
+    """The Dask fit shared by both estimators; mixed in before the local class."""
+
+    _dask_params = _DASK_PARAMS
+
+    def __init__(self, *, client=None, on_worker_loss="recover",
+                 histogram_reduction="client", bin_subsample=DEFAULT_BIN_SAMPLE,
+                 **params):
+        super().__init__(bin_subsample=bin_subsample, **params)
+        self.client = client
+        self.on_worker_loss = on_worker_loss
+        self.histogram_reduction = histogram_reduction
+
+    def fit(self, X, y, sample_weight=None, *, eval_set=None, eval_sample_weight=None,
+            callbacks=None):
+        """Boost trees on the dask collections (X, y) and, optionally, ``sample_weight``
+        (partitioned like X); NaN in X means missing."""
+        return self._dask_fit(X, y, sample_weight, eval_set, eval_sample_weight, callbacks)
 
     # ------------------------------------------------------------------- checks
     def _refuse_unsupported(self, eval_set):

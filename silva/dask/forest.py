@@ -41,7 +41,6 @@ import time
 import numpy as np
 from sklearn.base import is_classifier
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
 from silva.dask import _data
@@ -49,6 +48,7 @@ from silva.dask._grower import Cluster, WorkerLostError
 from silva.dask.boosting import (
     DEFAULT_BIN_SAMPLE,
     MAX_RECOVERIES,
+    LocalTwin,
     fit_binner,
     proportional_counts,
 )
@@ -93,10 +93,10 @@ class _BinningTables:
         self.n_words = max(1, (int(self.n_categories.max(initial=1)) + 63) // 64)
 
 
-class _DaskForest:
+class _DaskForest(LocalTwin):
     """The Dask fit shared by the four forests; mixed in before the local class."""
 
-    _local_class = None
+    _dask_params = _DASK_PARAMS
 
     @property
     def _is_classifier(self):
@@ -111,29 +111,6 @@ class _DaskForest:
         self.bin_subsample = bin_subsample
         self.trees_per_round = trees_per_round
         self.histogram_reduction = histogram_reduction
-
-    @classmethod
-    def _get_param_names(cls):
-        return sorted(set(cls._local_class._get_param_names()) | set(_DASK_PARAMS))
-
-    def _local_params(self):
-        return {k: v for k, v in self.get_params(deep=False).items()
-                if k not in _DASK_PARAMS}
-
-    def to_local(self):
-        """The fitted forest as the single-machine estimator (same parameters, same
-        trees): it predicts, saves (:mod:`silva.persistence`) and prints like one."""
-        check_is_fitted(self, "estimators_")
-        local = self._local_class(**self._local_params())
-        params = set(self._get_param_names())
-        for name, value in vars(self).items():
-            if name not in params and name != "dask_fit_":
-                setattr(local, name, value)
-        return local
-
-    def save(self, path, *, allow_pickle=False, metadata=None):
-        """Save the fitted forest as the single-machine estimator it is (``to_local()``)."""
-        return self.to_local().save(path, allow_pickle=allow_pickle, metadata=metadata)
 
     def _dask_or_local(self, method, X, **kwargs):
         if _data.is_dask_collection(X):
