@@ -116,3 +116,45 @@ def test_poisson_children_of_zero_targets_are_never_made():
     assert np.all(model.predict(X) > 0)
     leaves = model.tree_.children_left < 0
     assert np.all(model.tree_.value.ravel()[leaves] > 0)
+
+
+def test_wide_data_gathers_the_drawn_features_codes():
+    from silva.engine.cart import gathers_codes
+    assert gathers_codes(1000, 31)  # "sqrt" of 1,000 columns
+    assert not gathers_codes(28, 5)  # the narrow data the grower is tuned on
+    assert not gathers_codes(1000, 1000)  # every feature searched at every node
+
+
+@pytest.mark.parametrize("estimator, options", [
+    ("RandomForestClassifier", {}),
+    ("ExtraTreesClassifier", {}),
+    ("RandomForestRegressor", {"max_features": 0.1}),
+    ("ExtraTreesRegressor", {"max_features": 0.1, "max_leaf_nodes": 40}),
+    ("RandomForestClassifier", {"categorical_features": [3], "criterion": "entropy"}),
+    ("RandomForestRegressor", {"max_features": 0.1, "criterion": "absolute_error"}),
+])
+def test_gathered_codes_grow_the_trees_that_ordered_codes_do(monkeypatch, estimator,
+                                                           options):
+    """Gathering the drawn features' codes per node (wide data) or keeping every sample's
+    codes in node order is a choice of speed only: the same trees, for every splitter,
+    with missing values and categories."""
+    import silva
+    from silva.engine import cart
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 40))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[:, 3] = rng.integers(0, 5, 400)
+    signal = np.nan_to_num(X[:, :5]).sum(axis=1) + 0.5 * rng.standard_normal(400)
+    y = signal if estimator.endswith("Regressor") else (signal > 0).astype(int)
+
+    def fitted(ratio):
+        monkeypatch.setattr(cart, "GATHER_FEATURE_RATIO", ratio)
+        model = getattr(silva, estimator)(n_estimators=4, random_state=0, **options)
+        return model.fit(X, y)
+
+    gathered, ordered = fitted(1), fitted(10**9)
+    for a, b in zip(gathered.estimators_, ordered.estimators_, strict=True):
+        np.testing.assert_array_equal(a.tree_.feature, b.tree_.feature)
+        np.testing.assert_array_equal(a.tree_.threshold, b.tree_.threshold)
+        np.testing.assert_array_equal(a.tree_.value, b.tree_.value)

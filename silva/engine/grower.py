@@ -95,7 +95,7 @@ CartRules = namedtuple("CartRules", [
     "criterion", "n_classes", "n_values", "max_depth", "min_samples_split",
     "min_samples_leaf", "min_weight_leaf", "max_leaf_nodes", "min_impurity_decrease",
     "max_features", "use_random", "histogram_min_samples", "parallel_min_work",
-    "min_significance",
+    "min_significance", "gather_codes",
 ])
 
 #: One tree's samples: statistic channels (:mod:`silva.engine.criteria`), the raw
@@ -113,7 +113,7 @@ _Buffers = namedtuple("_Buffers", [
 def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
                min_samples_leaf, min_weight_leaf, max_leaf_nodes, min_impurity_decrease,
                max_features, use_random, histogram_min_samples, parallel_min_work,
-               min_significance=1.0):
+               min_significance=1.0, gather_codes=False):
     """:class:`CartRules`, each field cast to the one type the compiled grower takes (a
     Python int in place of a float would compile the grower a second time)."""
     return CartRules(
@@ -122,7 +122,7 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
         np.float64(min_weight_leaf), np.int64(max_leaf_nodes),
         np.float64(min_impurity_decrease), np.int64(max_features), np.bool_(use_random),
         np.int64(histogram_min_samples), np.int64(parallel_min_work),
-        np.float64(min_significance))
+        np.float64(min_significance), np.bool_(gather_codes))
 
 
 # Bound per criterion by compiled_grower() (see silva.engine.specialize): grow_tree and
@@ -139,7 +139,7 @@ MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compile
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _new_buffers(data, samples):
+def _new_buffers(data, samples, gather_codes):
     n_features = data.bin_codes.shape[0]
     n_channels = samples.stats.shape[1]
     n_bins = data.missing_bin + 1
@@ -153,7 +153,10 @@ def _new_buffers(data, samples):
     # index is cheaper. ``right_*`` hold a partition's right side. A sample's codes are
     # padded to whole 8-byte words and moved a word at a time (``code_words``): copying
     # 28 one-byte codes one by one made the partition about twice as slow.
-    n_code_words = (n_features * codes_by_sample.itemsize + 7) // 8
+    # With ``gather_codes`` (wide data, few features drawn per node) the codes are not kept
+    # in order: one word per sample is, in which the split search gathers a drawn
+    # feature's codes (see silva.engine.splitting.node_feature_codes).
+    n_code_words = 1 if gather_codes else (n_features * codes_by_sample.itemsize + 7) // 8
     ordered_codes = np.zeros((n_total, n_code_words * 8 // codes_by_sample.itemsize),
                              dtype=codes_by_sample.dtype)
     code_words = ordered_codes.view(np.uint64)
@@ -179,9 +182,11 @@ def _order_root_samples(data, samples, buffers, root_sums):
     codes_by_sample = data.codes_by_sample
     ordered_codes = buffers.ordered_codes
     ordered_stats = buffers.ordered_stats
+    # None when the codes are gathered (see _new_buffers).
+    n_kept = n_features if ordered_codes.shape[1] >= n_features else 0
     for i in range(sample_indices.shape[0]):
         s = sample_indices[i]
-        for f in range(n_features):
+        for f in range(n_kept):
             ordered_codes[i, f] = codes_by_sample[s, f]
         for c in range(stats.shape[1]):
             ordered_stats[i, c] = stats[s, c]
@@ -245,11 +250,13 @@ def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_bin,
-               sample_indices, ordered_codes, code_words, ordered_stats, right_indices,
-               right_words, right_stats):
+               sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
+               right_indices, right_words, right_stats):
     """Stable partition of the node's samples by its chosen split, moving their ordered
     codes and channels (``code_words`` is ``ordered_codes`` as 8-byte words) along, the
-    right side through the ``right_*`` buffers; sums each side's channels. Returns
+    right side through the ``right_*`` buffers; sums each side's channels. Without
+    every feature's codes in order (``gather_codes``), reads the split feature's from
+    ``bin_codes``. Returns
     ``(n_left, largest_left_bin, smallest_right_bin)``: the bins adjacent to the
     threshold in this node (for CART's midpoint)."""
     feature = row.split_feature
@@ -257,6 +264,8 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
     missing_left = row.split_missing_left
     categorical = is_categorical[feature] != 0
     n_code_words = code_words.shape[1]
+    codes_in_order = ordered_codes.shape[1] >= bin_codes.shape[0]
+    feature_codes = bin_codes[feature]
     n_channels = ordered_stats.shape[1]
     start = row.start
     end = row.end
@@ -268,7 +277,7 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
     smallest_right_bin = missing_bin + 1
     for i in range(start, end):
         s = sample_indices[i]
-        code = np.int64(ordered_codes[i, feature])
+        code = np.int64(ordered_codes[i, feature] if codes_in_order else feature_codes[s])
         if code == missing_bin:
             go_left = missing_left
         elif categorical:
@@ -375,7 +384,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
     n_features = data.bin_codes.shape[0]
     n_channels = samples.stats.shape[1]
     n_total = samples.sample_indices.shape[0]
-    buffers = _new_buffers(data, samples)
+    buffers = _new_buffers(data, samples, rules.gather_codes)
 
     capacity = 64
     table = np.zeros(capacity, dtype=CART_NODE)
@@ -516,7 +525,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
         row = table[node]
         n_left, largest_left_bin, smallest_right_bin = _partition(
             row, bitsets[node], pending_sums[0], pending_sums[1], is_categorical,
-            missing_bin, sample_indices, ordered_codes, code_words, ordered_stats,
+            missing_bin, sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
             right_indices, right_words, right_stats)
         _apply_split(row, bitsets[node], largest_left_bin, smallest_right_bin,
                      is_categorical, missing_bin, bin_lower, bin_upper)

@@ -602,6 +602,28 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def node_feature_codes(f, node_codes, bin_codes, sample_indices, start):
+    """The column of the node's rows ``node_codes`` (the grower's ordered codes of
+    ``sample_indices[start:]``) that holds feature ``f``'s codes.
+
+    The grower keeps each sample's codes in node order, moving them along at every
+    split, so that one contiguous row serves every feature drawn. On wide data with few
+    features drawn per node (a random forest's ``"sqrt"`` of thousands of columns) that
+    move copies every column's code of every sample at every level for the few columns
+    read: there the grower keeps one word per sample instead (fewer columns than
+    features), and the drawn feature's codes are gathered here into its column 0 from
+    the feature's row of the feature-major ``bin_codes``, as scikit-learn's splitter
+    reads ``X[samples[i], f]``. The codes, and so the splits, are the same either way.
+    """
+    if node_codes.shape[1] >= bin_codes.shape[0]:
+        return f
+    codes_f = bin_codes[f]
+    for i in range(node_codes.shape[0]):
+        node_codes[i, 0] = codes_f[sample_indices[start + i]]
+    return np.int64(0)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def winning_left_sums(scratch):
     """Channel sums of the left child of the split :func:`find_node_split` last returned.
 
@@ -621,10 +643,10 @@ def _any_categorical(is_categorical, features):
 @nb.njit(cache=True, error_model="numpy", _nrt=False)
 def search_numeric_features(criterion, features, seeds, first, last, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
-                            start, end, missing_bin, lower, upper, node_sums,
-                            min_samples_leaf, min_weight_leaf, monotonic_cst, min_value,
-                            max_value, scratch, best_gain, best_feature, best_bin,
-                            best_missing_left):
+                            bin_codes, sample_indices, start, end, missing_bin, lower,
+                            upper, node_sums, min_samples_leaf, min_weight_leaf,
+                            monotonic_cst, min_value, max_value, scratch, best_gain,
+                            best_feature, best_bin, best_missing_left):
     """The serial search of :func:`find_node_split` over the numeric features
     ``features[first:last]`` (with their random ``seeds``), in order, continuing from the
     best split so far
@@ -634,7 +656,8 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
 
     Each feature's compact histogram comes from the node's dense histogram
     (``use_histogram``) or straight from its rows (extra trees' two-entry one, or every
-    present bin), and is scanned at every position, or at the random one.
+    present bin; the rows' codes from :func:`node_feature_codes`), and is scanned at
+    every position, or at the random one.
 
     Why a function of its own, compiled without numba's reference counting
     (``_nrt=False``): numba counts references to every array a step is given or a view
@@ -657,18 +680,20 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
     n_non_constant = 0
     for j in range(first, last):
         f = features[j]
+        column = f if use_histogram else node_feature_codes(f, node_codes, bin_codes,
+                                                            sample_indices, start)
         if RANDOM and use_random and not use_histogram:
             # Extra trees straight from the rows: no per-bin histogram.
             n_present = random_split_from_samples(
-                node_codes, f, node_stats, missing_bin, lower[f], upper[f], seeds[j], bins,
-                sums, missing)
+                node_codes, column, node_stats, missing_bin, lower[f], upper[f], seeds[j],
+                bins, sums, missing)
             position = np.int64(0)
         else:
             if use_histogram:
                 n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin,
                                                    bins, sums, missing)
             else:
-                n_present = compact_from_samples(node_codes, f, node_stats, missing_bin,
+                n_present = compact_from_samples(node_codes, column, node_stats, missing_bin,
                                                  scratch.accumulator, scratch.present, bins,
                                                  sums, missing)
             position = _scan_position(use_random, bins, n_present, lower[f], upper[f],
@@ -809,7 +834,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         search_numeric_features(
                             criterion, features, seeds, j, j + 1, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes,
-                            ordered_stats, start, end, missing_bin, lower, upper,
+                            ordered_stats, bin_codes, sample_indices, start, end,
+                            missing_bin, lower, upper,
                             node_sums, min_samples_leaf, min_weight_leaf, monotonic_cst,
                             min_value, max_value, scratch, best_gain, best_feature,
                             best_bin, best_missing_left)
@@ -820,8 +846,10 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                         hist[f], n_value_bins[f], missing_bin, scratch_bins, scratch_sums,
                         missing)
                 else:
+                    column = node_feature_codes(f, node_codes, bin_codes, sample_indices,
+                                                start)
                     n_present = compact_from_samples(
-                        node_codes, f, node_stats, missing_bin,
+                        node_codes, column, node_stats, missing_bin,
                         accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
                     )
                 gain, last_left_bin, missing_left, constant = evaluate_feature(
@@ -843,7 +871,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                 search_numeric_features(
                     criterion, features, seeds, np.int64(0), batch, use_random,
                     use_histogram, hist,
-                    n_value_bins, ordered_codes, ordered_stats, start, end, missing_bin,
+                    n_value_bins, ordered_codes, ordered_stats, bin_codes, sample_indices,
+                    start, end, missing_bin,
                     lower, upper, node_sums, min_samples_leaf, min_weight_leaf,
                     monotonic_cst, min_value, max_value, scratch, best_gain, best_feature,
                     best_bin, best_missing_left)
