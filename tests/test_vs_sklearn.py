@@ -435,3 +435,30 @@ def test_absolute_error_matches_sklearn_on_diabetes():
     assert comparison.leaf_value_diffs == []
     assert comparison.structure_comparable
     assert np.mean(np.isclose(ours.predict(X), theirs.predict(X))) >= 0.99
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regression_leaves_of_one_target_value_predict_it_exactly(weighted):
+    # The tree grows on y minus its mean; adding the mean back to a leaf of zeros gave
+    # -2.2e-16 (scikit-learn's test_memory_layout). A leaf whose rows share one value
+    # predicts that value exactly, as scikit-learn's tree (which does not centre) does.
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::3], y[::3].astype(float)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size) if weighted else None
+    mine = DecisionTreeRegressor(random_state=0).fit(X, y, sample_weight=weight)
+    theirs = sktree.DecisionTreeRegressor(random_state=0).fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(mine.predict(X), y)
+    np.testing.assert_array_equal(mine.predict(X), theirs.predict(X))
+    # Leaves of mixed values keep their mean; one column per output.
+    shallow = DecisionTreeRegressor(max_depth=2).fit(X, np.column_stack([y, 2 * y]))
+    leaves = shallow.apply(X)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        np.testing.assert_allclose(shallow.tree_.value[leaf, :, 0],
+                                   [y[rows].mean(), 2 * y[rows].mean()], rtol=1e-12)
+        if np.ptp(y[rows]) == 0:
+            np.testing.assert_array_equal(shallow.tree_.value[leaf, :, 0],
+                                          [y[rows][0], 2 * y[rows][0]])
+
