@@ -462,3 +462,29 @@ def test_regression_leaves_of_one_target_value_predict_it_exactly(weighted):
             np.testing.assert_array_equal(shallow.tree_.value[leaf, :, 0],
                                           [y[rows][0], 2 * y[rows][0]])
 
+
+def test_entropy_scores_a_split_and_its_mirror_image_alike():
+    # A split and its mirror image (children swapped) tie in exact arithmetic; the
+    # entropy proxy finishes each child's term before adding them, so they tie in
+    # floating point too and the first scanned wins, as in scikit-learn (its
+    # test_missing_values_best_splitter_missing_both_classes_has_nan).
+    from silva.engine import criteria
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        left = rng.integers(0, 50, size=4).astype(float)
+        parent = left + rng.integers(0, 50, size=4)
+        left_sums = np.r_[left.sum(), left]
+        parent_sums = np.r_[parent.sum(), parent]
+        mirror = parent_sums - left_sums
+        assert criteria.entropy_proxy(left_sums, parent_sums, 0.0) == \
+            criteria.entropy_proxy(mirror, parent_sums, 0.0)
+    X = np.array([[1, 2, 3, 5, np.nan, 10, 20, 30, 60, np.nan]]).T
+    y = np.array([0] * 5 + [1] * 5)
+    X_test = np.array([[np.nan, 2.3, 34.2]]).T
+    for criterion in ("entropy", "gini"):
+        mine = DecisionTreeClassifier(max_depth=1, criterion=criterion).fit(X, y)
+        theirs = sktree.DecisionTreeClassifier(max_depth=1, criterion=criterion,
+                                               random_state=0).fit(X, y)
+        np.testing.assert_array_equal(mine.predict(X_test), [1, 0, 1])
+        np.testing.assert_array_equal(mine.predict(X_test), theirs.predict(X_test))
