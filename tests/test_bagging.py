@@ -447,8 +447,10 @@ def test_bad_targets_and_shapes():
             BaggingClassifier(n_estimators=3).fit(X, y_bad)
     with pytest.raises(ValueError, match=r"y must have shape \(40,\)"):
         BaggingClassifier(n_estimators=3).fit(X, y[:-1])
+    with pytest.raises(ValueError, match=r"BaggingRegressor: y must be one-dimensional"):
+        BaggingRegressor(n_estimators=3).fit(X, np.c_[y, y][:, :, None])
     with pytest.raises(ValueError, match=r"y must have shape \(40,\)"):
-        BaggingRegressor(n_estimators=3).fit(X, np.c_[y, y])
+        BaggingClassifier(n_estimators=3).fit(X, np.c_[y, y])
     with pytest.raises(ValueError, match="requires y"):
         BaggingRegressor(n_estimators=3).fit(X, None)
     for cls in (BaggingClassifier, BaggingRegressor):
