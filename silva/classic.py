@@ -939,10 +939,11 @@ class C45Classifier(_MultiwayTreeClassifier):
             if self.is_categorical_[tree.feature[current]]:
                 allowed[tree.feature[current]] = 0
         grid, n_grid = self._grid
-        gain, info, thresholds = mw.c45_evaluate(
-            X, np.arange(X.shape[0], dtype=np.int64), w, y, self.n_classes_,
-            self.is_categorical_.astype(np.uint8), self._n_values_, allowed,
-            float(self.min_samples_leaf), grid, n_grid, PARALLEL_MIN_WORK)
+        cases = _TrainingCases(X)
+        everyone = np.arange(X.shape[0], dtype=np.int64)
+        gain, info, thresholds = cases.evaluate(
+            everyone, w, y, self.n_classes_, self.is_categorical_.astype(np.uint8),
+            self._n_values_, allowed, float(self.min_samples_leaf), grid, n_grid)
         possible = np.isfinite(gain)
         average = gain[possible].mean() if possible.any() else np.inf
         rows = []
@@ -956,7 +957,7 @@ class C45Classifier(_MultiwayTreeClassifier):
                            gain_ratio=float(ratio), score=float(ratio),
                            eligible=bool(gain[j] >= average - mw.EPSILON
                                          and info[j] > mw.EPSILON))
-                column = X[:, j]
+                column = cases.column(everyone, j)
                 if self.is_categorical_[j]:
                     branch, n_branches = column, int(self._n_values_[j])
                 else:

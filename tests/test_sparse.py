@@ -324,3 +324,17 @@ def test_shap_values_and_early_stopping_from_sparse_x():
     forest = silva.RandomForestRegressor(n_estimators=3, random_state=0).fit(S, target)
     np.testing.assert_array_equal(forest.predict_quantiles(S, [0.1, 0.9]),
                                   forest.predict_quantiles(dense, [0.1, 0.9]))
+
+
+@pytest.mark.parametrize("model", [silva.C45Classifier(), silva.ID3Classifier(),
+                                   silva.DecisionTreeClassifier(max_depth=3)],
+                         ids=lambda m: type(m).__name__)
+def test_split_report_from_sparse_x_equals_dense(model):
+    # The report reads the node's rows one feature (C4.5: one block) at a time.
+    import pandas as pd
+
+    S, dense, y, _ = _sparse_data()
+    model = model.fit(S, y)
+    for node in (0, 1):
+        pd.testing.assert_frame_equal(model.split_report(S, y, node=node),
+                                      model.split_report(dense, y, node=node))
