@@ -83,7 +83,7 @@ def regression_inputs(estimator, X, y, sample_weight):
     return code, X, y, sample_weight, offset
 
 
-def exact_pure_leaf_values(tree, y, leaves):
+def exact_pure_leaf_values(tree, y, grouping):
     """Give each leaf whose training rows all share one target value that value exactly.
 
     A regression tree grows on ``y - offset`` (y centred by its mean) and adds ``offset``
@@ -92,38 +92,42 @@ def exact_pure_leaf_values(tree, y, leaves):
     class 0 fitted on iris' labels predicted -2.2e-16 where scikit-learn's tree, which
     does not centre, predicts 0. Such a leaf's mean is ``t`` in exact arithmetic, so it
     is set to ``t``. ``tree.value`` is changed in place; ``y`` (uncentred, 1-D or one
-    column per output) and ``leaves`` (each row's leaf) are of the rows the tree was
-    grown on (positive weight only).
+    column per output) holds the rows the tree was grown on (positive weight only), and
+    ``grouping`` is ``(rows, starts, leaf_ids)``: row ids with each leaf's rows
+    contiguous, where each leaf's run starts, and the leaf of each run
+    (:func:`_leaf_groups`).
     """
-    targets = y.reshape(y.shape[0], -1)
-    order = np.argsort(leaves, kind="stable")
-    sorted_leaves = leaves[order]
-    starts = np.flatnonzero(np.r_[True, sorted_leaves[1:] != sorted_leaves[:-1]])
-    grouped = targets[order]
+    rows, starts, leaf_ids = grouping
+    grouped = y.reshape(y.shape[0], -1)[rows]
     lowest = np.minimum.reduceat(grouped, starts, axis=0)
     highest = np.maximum.reduceat(grouped, starts, axis=0)
-    leaf_ids = sorted_leaves[starts]
-    for output in range(targets.shape[1]):
+    for output in range(grouped.shape[1]):
         pure = lowest[:, output] == highest[:, output]
         tree.value[leaf_ids[pure], output, 0] = lowest[pure, output]
 
 
-def _leaf_of_each_row(grown, n_rows):
-    """Each row's leaf in the unpruned tree ``grown`` (a
-    :class:`~silva.engine.cart.GrownTree`), read off the grower's leaf-sample ranges
-    (no tree walk, so a fit compiles no prediction kernel); None when the grower kept
-    no ranges for every node."""
-    tree = grown.tree
-    if grown.node_start is None or grown.node_start.shape[0] != tree.node_count:
-        return None
-    leaf_nodes = np.flatnonzero(tree.children_left == -1)
-    starts, ends = grown.node_start[leaf_nodes], grown.node_end[leaf_nodes]
-    # Children split their parent's range, so the leaves' ranges tile the root's.
-    order = np.argsort(starts, kind="stable")
-    root = slice(grown.node_start[0], grown.node_end[0])
-    leaves = np.empty(n_rows, dtype=np.intp)
-    leaves[grown.leaf_samples[root]] = np.repeat(leaf_nodes[order], (ends - starts)[order])
-    return leaves
+def _leaf_groups(tree, X, grown=None):
+    """The training rows grouped by leaf, as :func:`exact_pure_leaf_values` reads them.
+
+    From the grower's sample ranges when ``grown`` (a
+    :class:`~silva.engine.cart.GrownTree` of this very tree) has them: each node's rows
+    are contiguous there and children split their parent's range, so the leaves' ranges
+    tile the root's, already grouped (no sort, no tree walk, so a fit compiles no
+    prediction kernel). Otherwise (a pruned tree) by walking X down the tree.
+    """
+    if grown is not None and grown.node_start is not None \
+            and grown.node_start.shape[0] == tree.node_count:
+        leaf_nodes = np.flatnonzero(tree.children_left == -1)
+        order = np.argsort(grown.node_start[leaf_nodes], kind="stable")
+        leaf_nodes = leaf_nodes[order]
+        root_start = grown.node_start[0]
+        rows = grown.leaf_samples[root_start:grown.node_end[0]]
+        return rows, grown.node_start[leaf_nodes] - root_start, leaf_nodes
+    leaves = tree.apply(X)
+    rows = np.argsort(leaves, kind="stable")
+    sorted_leaves = leaves[rows]
+    starts = np.flatnonzero(np.r_[True, sorted_leaves[1:] != sorted_leaves[:-1]])
+    return rows, starts, sorted_leaves[starts]
 
 
 def _check_poisson_target(y, sample_weight):
@@ -250,9 +254,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         self._has_missing_at_fit = _input.has_missing(X)
         classification = criteria.is_classification(criterion_code)
         grow = (criterion_code, n_classes, min_significance)
-        # Each growing row's leaf, for exact_pure_leaf_values: from the grower's ranges
-        # when the grown tree is kept whole, else by walking the final tree.
-        rows_grown, leaves = slice(None), None
+        # The grown tree's sample ranges serve exact_pure_leaf_values if it is kept whole.
+        rows_grown, grown = slice(None), None
 
         if self.prune == "reduced_error":
             growing, held_out = self._held_out_split(y, classification)
@@ -279,17 +282,15 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                 self.ccp_alpha_ = float(self.ccp_alpha)
             if self.ccp_alpha_ > 0.0:
                 tree = prune_tree(tree, self.ccp_alpha_)
-            elif raw_y is not None and self.monotonic_cst is None:
-                leaves = _leaf_of_each_row(grown, X.shape[0])
+                grown = None
         # A multi-output regressor's offsets are one per output: (n_outputs, 1) against
         # the values' (n_nodes, n_outputs, 1).
         tree.value += np.reshape(value_offset, (-1, 1)) if np.ndim(value_offset) else \
             value_offset
         # Monotonic constraints may set a leaf off its rows' mean, on purpose.
         if raw_y is not None and np.any(value_offset) and self.monotonic_cst is None:
-            if leaves is None:
-                leaves = tree.apply(X[rows_grown])
-            exact_pure_leaf_values(tree, raw_y[rows_grown], leaves)
+            exact_pure_leaf_values(tree, raw_y[rows_grown],
+                                   _leaf_groups(tree, X[rows_grown], grown))
         self.tree_ = tree
         if tree.node_count == 1:
             warn_nothing_learned(
