@@ -39,7 +39,7 @@ from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, proces
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter
 
-from silva import _input
+from silva import _input, _multi_output
 from silva._mixins import (
     BaseEstimatorNanMixin,
     ExplainMixin,
@@ -584,6 +584,11 @@ class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
     mean; ``oob_score_`` is the out-of-bag R² and ``oob_prediction_`` the out-of-bag
     predictions.
 
+    A 2-D ``y`` of shape (n_samples, n_outputs) is passed to every member as it is (the
+    default tree is then a multi-output tree, :mod:`silva._multi_output`); predictions,
+    like ``oob_prediction_``, have one column per output, and ``oob_score_`` is the R²
+    averaged over outputs, as in scikit-learn. ``n_outputs_`` is the number of outputs.
+
     Examples
     --------
     >>> from sklearn.datasets import load_diabetes
@@ -601,9 +606,15 @@ class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
         """Fit the members on random samples of (X, y)."""
         self._checked_estimator()
         X = self._prepare_X(X, reset=True)
-        y = _input.target_1d(self, y, X.shape[0])
+        y = _multi_output.target(self, y, X.shape[0], stacklevel=3)
         y = _input.regression_target(y)
+        self.n_outputs_ = 1 if y.ndim == 1 else y.shape[1]
         return self._fit(X, y, sample_weight)
+
+    def _prediction_shape(self, n_rows):
+        """(n_rows,) for one output, (n_rows, n_outputs) for several."""
+        n_outputs = getattr(self, "n_outputs_", 1)
+        return (n_rows,) if n_outputs == 1 else (n_rows, n_outputs)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False, **params):
         """Mean of the members' predictions.
@@ -617,29 +628,37 @@ class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
             return self._explain(X, pred_interactions)
         member_params = self._routed_params("predict", params)
         X = self._validated_X(X)
-        total = np.zeros(X.shape[0])
+        shape = self._prediction_shape(X.shape[0])
+        total = np.zeros(shape)
         for member, features in zip(self.estimators_, self.estimators_features_, strict=True):
             total += np.asarray(member.predict(X[:, features], **member_params),
-                                dtype=np.float64).ravel()
+                                dtype=np.float64).reshape(shape)
         return total / len(self.estimators_)
 
     def _compute_oob(self, X, y):
-        total = np.zeros(X.shape[0])
+        total = np.zeros(y.shape)
         counts = np.zeros(X.shape[0])
         for member, features, rows in self._out_of_bag_members(X.shape[0]):
             if rows.size:
-                total[rows] += np.asarray(member.predict(X[np.ix_(rows, features)])).ravel()
+                total[rows] += np.asarray(member.predict(X[np.ix_(rows, features)]),
+                                          dtype=np.float64).reshape(total[rows].shape)
                 counts[rows] += 1
         covered = oob_covered(counts, minimum=2)
-        prediction = np.full(X.shape[0], np.nan)
-        prediction[covered] = total[covered] / counts[covered]
+        prediction = np.full(y.shape, np.nan)
+        # counts broadcast over the outputs' columns of a 2-D y.
+        prediction[covered] = total[covered] / counts[covered].reshape(
+            (-1,) + (1,) * (y.ndim - 1))
         self.oob_prediction_ = prediction
         self.oob_score_ = r2_score(y[covered], prediction[covered])
-        # For predict_interval's jackknife+ (NaN where no member left the row out).
-        self._oob_abs_residuals = np.abs(y - prediction)
+        if y.ndim == 1:
+            # For predict_interval's jackknife+ (NaN where no member left the row out).
+            self._oob_abs_residuals = np.abs(y - prediction)
+        else:
+            self.__dict__.pop("_oob_abs_residuals", None)
 
     # What predict_interval's jackknife+ reads (see silva.intervals).
     def _member_predictions(self, X):
+        _multi_output.refuse(self, "predict_interval")
         return np.column_stack([
             np.asarray(member.predict(X[:, features]), dtype=np.float64).ravel()
             for member, features in zip(self.estimators_, self.estimators_features_,
@@ -649,6 +668,7 @@ class BaggingRegressor(JackknifeIntervalMixin, RegressorMixin, BaseBagging):
         return np.array([self._draw(seed)[0] == 0 for seed in self._seeds])
 
     def _oob_residuals(self):
+        _multi_output.refuse(self, "predict_interval")
         return self._oob_abs_residuals
 
 

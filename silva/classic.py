@@ -38,6 +38,7 @@ from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
 from silva.criteria import TreeReportMixin
 from silva.engine import multiway as mw
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
+from silva.engine.sparse import BLOCK_VALUES, column_values
 from silva.persistence import PersistenceMixin
 
 __all__ = ["ID3Classifier", "C45Classifier"]
@@ -46,6 +47,83 @@ _UNLIMITED_DEPTH = 2**31 - 1
 # C4.5 evaluates the features of a node in parallel from this many (samples x features);
 # below it, starting threads costs more than it saves (2 cores, bench_classic.py).
 PARALLEL_MIN_WORK = 200_000
+
+
+class _TrainingCases:
+    """C4.5's reads of the training X, dense or sparse, without densifying a sparse X
+    whole.
+
+    C4.5 reads raw values at every node: all features of the node's cases to choose the
+    test (:func:`silva.engine.multiway.c45_evaluate`), then the chosen feature's column
+    to send the cases down its branches. A sparse X (kept as CSR, for its rows, and CSC,
+    for its columns) gives the node's cases as a dense block of at most
+    :data:`~silva.engine.sparse.BLOCK_VALUES` values (cases x features) at a time, which
+    the same compiled search reads as it reads a dense X. Each feature's search depends
+    only on its own values of the node's cases, in the node's order, so the tree is the
+    dense fit's bit for bit; the memory is one block, not the matrix. An implicit zero
+    is the value 0 and a stored NaN is unknown, as everywhere in silva.
+    """
+
+    def __init__(self, X):
+        self.shape = X.shape
+        self.sparse = _input.is_sparse(X)
+        if self.sparse:
+            self.rows = X.tocsr()
+            self.columns = X.tocsc()
+            for matrix in (self.rows, self.columns):
+                matrix.sum_duplicates()  # canonical: sorted indices, no repeats
+        else:
+            self.dense = X
+
+    def known_values(self, j):
+        """The known (not NaN) training values of feature j, unsorted, repeats kept but
+        an implicit zero given once."""
+        if not self.sparse:
+            column = self.dense[:, j]
+            return column[~np.isnan(column)]
+        _, stored, n_zeros = column_values(self.columns, j)
+        stored = stored[~np.isnan(stored)]
+        return np.concatenate([stored, [0.0]]) if n_zeros else stored
+
+    def column(self, samples, j):
+        """Feature j of the cases ``samples`` (any order, repeats allowed)."""
+        if not self.sparse:
+            return self.dense[samples, j]
+        rows, stored, _ = column_values(self.columns, j)
+        values = np.zeros(samples.shape[0])
+        # The column's row indices are sorted: a case's stored value, if any, is found
+        # by bisection.
+        position = np.minimum(np.searchsorted(rows, samples), max(rows.shape[0] - 1, 0))
+        if rows.shape[0]:
+            found = rows[position] == samples
+            values[found] = stored[position[found]]
+        return values
+
+    def evaluate(self, samples, node_weights, y, n_classes, is_categorical, n_values,
+                 allowed, min_objects, grid, n_grid):
+        """:func:`silva.engine.multiway.c45_evaluate` at the node of cases ``samples``."""
+        if not self.sparse:
+            return mw.c45_evaluate(self.dense, samples, node_weights, y, n_classes,
+                                   is_categorical, n_values, allowed, min_objects, grid,
+                                   n_grid, PARALLEL_MIN_WORK)
+        n_features = self.shape[1]
+        gain = np.full(n_features, -np.inf)
+        split_info = np.zeros(n_features)
+        threshold = np.full(n_features, -2.0)
+        node_rows = self.rows[samples].tocsc()
+        node_y = y[samples]
+        order = np.arange(samples.shape[0], dtype=np.int64)
+        width = max(1, BLOCK_VALUES // max(1, samples.shape[0]))
+        for start in range(0, n_features, width):
+            block = slice(start, min(start + width, n_features))
+            if not allowed[block].any():
+                continue
+            values = np.ascontiguousarray(node_rows[:, block].toarray())
+            gain[block], split_info[block], threshold[block] = mw.c45_evaluate(
+                values, order, node_weights, node_y, n_classes, is_categorical[block],
+                n_values[block], allowed[block], min_objects, grid[block], n_grid[block],
+                PARALLEL_MIN_WORK)
+        return gain, split_info, threshold
 
 
 class _TreeBuilder:
@@ -144,14 +222,17 @@ class _SubtreeRaisingPruner:
     raised test may also send cases down a branch that had none: it gets a leaf).
     """
 
-    def __init__(self, builder, X, y, confidence, raising=True):
-        self.builder, self.X, self.y, self.confidence = builder, X, y, confidence
+    def __init__(self, builder, cases, y, confidence, raising=True):
+        """``cases``: the training X as :class:`_TrainingCases` (a dense X is wrapped)."""
+        if not isinstance(cases, _TrainingCases):
+            cases = _TrainingCases(cases)
+        self.builder, self.cases, self.y, self.confidence = builder, cases, y, confidence
         # Without raising this is subtree replacement, as mw.pessimistic_prune; the
         # switch lets tests check the two agree.
         self.raising = raising
 
     def prune(self, weights):
-        samples = np.arange(self.X.shape[0], dtype=np.int64)
+        samples = np.arange(self.cases.shape[0], dtype=np.int64)
         return self._errors(0, samples, weights, update=True)
 
     def _counts(self, samples, weights):
@@ -173,7 +254,7 @@ class _SubtreeRaisingPruner:
         """Cases of each branch, as at fit: a case with an unknown value goes down every
         branch with the share of the known weight that took the branch."""
         builder = self.builder
-        column = self.X[samples, builder.feature[node]]
+        column = self.cases.column(samples, builder.feature[node])
         missing = np.isnan(column)
         n_branches = len(builder.branches[node])
         if builder.kind[node] == mw.THRESHOLD:
@@ -242,9 +323,7 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
     """Input handling, prediction and reports shared by ID3 and C4.5."""
 
     # ID3 grows on bin codes, which a sparse X gives without densifying; C4.5 reads raw
-    # values at every node (its thresholds and C4.5's unknown-value weights), so it
-    # refuses a sparse X at fit (a fitted C4.5 still predicts from one).
-    _takes_sparse = True
+    # values at every node, a node's cases in dense blocks (see _TrainingCases).
 
     # ----------------------------------------------------------------- input
     def _prepare_X(self, X, *, reset):
@@ -279,11 +358,6 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
         -------
         self
         """
-        if not self._takes_sparse and _input.is_sparse(X):
-            raise TypeError(f"{type(self).__name__} does not take sparse X at fit: it reads "
-                            "raw feature values at every node. Pass X.toarray(), or use "
-                            "ID3Classifier or DecisionTreeClassifier, which bin sparse X "
-                            "(Sparse data was passed for X, but dense data is required).")
         X = self._prepare_X(X, reset=True)
         y = _input.target_1d(self, y, X.shape[0])
         self.classes_, y_encoded = _input.classification_target(y)
@@ -419,7 +493,7 @@ class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixi
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.input_tags.sparse = self._takes_sparse
+        tags.input_tags.sparse = True
         tags.classifier_tags.multi_label = False
         return tags
 
@@ -720,7 +794,6 @@ class C45Classifier(_MultiwayTreeClassifier):
     ['no', 'no']
     """
 
-    _takes_sparse = False  # see _MultiwayTreeClassifier._takes_sparse
 
     def __init__(self, *, confidence=0.25, min_samples_leaf=2, max_depth=None,
                  categorical_features="auto", min_significance=1.0, subtree_raising=True):
@@ -741,10 +814,10 @@ class C45Classifier(_MultiwayTreeClassifier):
             raise TypeError(f"subtree_raising must be True or False; got "
                             f"{self.subtree_raising!r}.")
 
-    def _feature_grid(self, X):
+    def _feature_grid(self, cases):
         """Sorted distinct training values of each continuous feature, +inf padded."""
-        n_features = X.shape[1]
-        grids = [np.unique(X[~np.isnan(X[:, j]), j]) if not self.is_categorical_[j]
+        n_features = cases.shape[1]
+        grids = [np.unique(cases.known_values(j)) if not self.is_categorical_[j]
                  else np.empty(0) for j in range(n_features)]
         n_grid = np.array([g.shape[0] for g in grids], dtype=np.int64)
         grid = np.full((n_features, max(1, int(n_grid.max(initial=0)))), np.inf)
@@ -752,13 +825,13 @@ class C45Classifier(_MultiwayTreeClassifier):
             grid[j, :g.shape[0]] = g
         return grid, n_grid
 
-    def _n_values(self, X):
-        n_values = np.zeros(X.shape[1], dtype=np.int64)
+    def _n_values(self, cases):
+        n_values = np.zeros(cases.shape[1], dtype=np.int64)
         for j in np.flatnonzero(self.is_categorical_):
             if self._encoder is not None and j in self._encoder.categories_:
                 n_values[j] = len(self._encoder.categories_[j])
             else:
-                present = X[~np.isnan(X[:, j]), j]
+                present = cases.known_values(j)
                 n_values[j] = int(present.max()) + 1 if present.size else 0
         return n_values
 
@@ -781,13 +854,14 @@ class C45Classifier(_MultiwayTreeClassifier):
 
     def _grow(self, X, y, weights):
         n_samples, n_features = X.shape
+        cases = _TrainingCases(X)
         min_objects = float(self.min_samples_leaf)
         max_depth = _UNLIMITED_DEPTH if self.max_depth is None else self.max_depth
         n_classes = self.n_classes_
         is_categorical = self.is_categorical_.astype(np.uint8)
-        n_values = self._n_values(X)
+        n_values = self._n_values(cases)
         self._n_values_ = n_values
-        grid, n_grid = self._feature_grid(X)
+        grid, n_grid = self._feature_grid(cases)
         self._grid = (grid, n_grid)
         builder = _TreeBuilder(n_classes)
         root = builder.add(np.bincount(y, weights=weights, minlength=n_classes), n_samples)
@@ -800,13 +874,13 @@ class C45Classifier(_MultiwayTreeClassifier):
             if (depth >= max_depth or total < 2.0 * min_objects - mw.EPSILON
                     or counts.max() >= total - mw.EPSILON):
                 continue
-            gain, info, thresholds = mw.c45_evaluate(
-                X, samples, node_weights, y, n_classes, is_categorical, n_values, allowed,
-                min_objects, grid, n_grid, PARALLEL_MIN_WORK)
+            gain, info, thresholds = cases.evaluate(
+                samples, node_weights, y, n_classes, is_categorical, n_values, allowed,
+                min_objects, grid, n_grid)
             f = self._choose(gain, info)
             if f < 0:
                 continue
-            column = X[samples, f]
+            column = cases.column(samples, f)
             missing = np.isnan(column)
             if is_categorical[f]:
                 n_branches = int(n_values[f])
@@ -842,7 +916,7 @@ class C45Classifier(_MultiwayTreeClassifier):
             stack.extend(reversed(pending))
         pruned = None
         if self.confidence < 1.0 and self.subtree_raising:
-            _SubtreeRaisingPruner(builder, X, y, self.confidence).prune(weights)
+            _SubtreeRaisingPruner(builder, cases, y, self.confidence).prune(weights)
         elif self.confidence < 1.0:
             kind, first, n_branches, child, missing_child = builder.arrays()
             counts = np.array(builder.counts).reshape(len(builder.counts), -1)
@@ -865,10 +939,11 @@ class C45Classifier(_MultiwayTreeClassifier):
             if self.is_categorical_[tree.feature[current]]:
                 allowed[tree.feature[current]] = 0
         grid, n_grid = self._grid
-        gain, info, thresholds = mw.c45_evaluate(
-            X, np.arange(X.shape[0], dtype=np.int64), w, y, self.n_classes_,
-            self.is_categorical_.astype(np.uint8), self._n_values_, allowed,
-            float(self.min_samples_leaf), grid, n_grid, PARALLEL_MIN_WORK)
+        cases = _TrainingCases(X)
+        everyone = np.arange(X.shape[0], dtype=np.int64)
+        gain, info, thresholds = cases.evaluate(
+            everyone, w, y, self.n_classes_, self.is_categorical_.astype(np.uint8),
+            self._n_values_, allowed, float(self.min_samples_leaf), grid, n_grid)
         possible = np.isfinite(gain)
         average = gain[possible].mean() if possible.any() else np.inf
         rows = []
@@ -882,7 +957,7 @@ class C45Classifier(_MultiwayTreeClassifier):
                            gain_ratio=float(ratio), score=float(ratio),
                            eligible=bool(gain[j] >= average - mw.EPSILON
                                          and info[j] > mw.EPSILON))
-                column = X[:, j]
+                column = cases.column(everyone, j)
                 if self.is_categorical_[j]:
                     branch, n_branches = column, int(self._n_values_[j])
                 else:

@@ -571,14 +571,18 @@ class TreeReportMixin:
                        "criterion": criterion, "threshold": np.nan, "categories": None,
                        "missing_left": None}
                 if X.shape[0]:
+                    # One feature of the node's rows at a time, so a sparse X is never
+                    # densified whole.
+                    column = (X[:, [j]].toarray().ravel() if _input.is_sparse(X)
+                              else X[:, j])
                     if self.is_categorical_[j]:
-                        found = _best_category_split(criterion, X[:, j], y, w, n_classes)
+                        found = _best_category_split(criterion, column, y, w, n_classes)
                         if found is not None:
                             row["score"], codes, row["missing_left"] = found
                             row["categories"] = [int(c) for c in codes]
                             row["split"] = f"{name} in {{{', '.join(map(str, codes))}}}"
                     else:
-                        found = _best_threshold_split(criterion, X[:, j], y, w, n_classes)
+                        found = _best_threshold_split(criterion, column, y, w, n_classes)
                         if found is not None:
                             row["score"], row["threshold"], row["missing_left"] = found
                             row["split"] = f"{name} <= {row['threshold']:.6g}"

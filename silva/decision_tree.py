@@ -83,6 +83,53 @@ def regression_inputs(estimator, X, y, sample_weight):
     return code, X, y, sample_weight, offset
 
 
+def exact_pure_leaf_values(tree, y, grouping):
+    """Give each leaf whose training rows all share one target value that value exactly.
+
+    A regression tree grows on ``y - offset`` (y centred by its mean) and adds ``offset``
+    back to its leaf means; for a leaf of equal targets ``t`` that round trip (a weighted
+    sum of ``t - offset``, divided, plus ``offset``) can miss ``t`` by an ulp: a leaf of
+    class 0 fitted on iris' labels predicted -2.2e-16 where scikit-learn's tree, which
+    does not centre, predicts 0. Such a leaf's mean is ``t`` in exact arithmetic, so it
+    is set to ``t``. ``tree.value`` is changed in place; ``y`` (uncentred, 1-D or one
+    column per output) holds the rows the tree was grown on (positive weight only), and
+    ``grouping`` is ``(rows, starts, leaf_ids)``: row ids with each leaf's rows
+    contiguous, where each leaf's run starts, and the leaf of each run
+    (:func:`_leaf_groups`).
+    """
+    rows, starts, leaf_ids = grouping
+    grouped = y.reshape(y.shape[0], -1)[rows]
+    lowest = np.minimum.reduceat(grouped, starts, axis=0)
+    highest = np.maximum.reduceat(grouped, starts, axis=0)
+    for output in range(grouped.shape[1]):
+        pure = lowest[:, output] == highest[:, output]
+        tree.value[leaf_ids[pure], output, 0] = lowest[pure, output]
+
+
+def _leaf_groups(tree, X, grown=None):
+    """The training rows grouped by leaf, as :func:`exact_pure_leaf_values` reads them.
+
+    From the grower's sample ranges when ``grown`` (a
+    :class:`~silva.engine.cart.GrownTree` of this very tree) has them: each node's rows
+    are contiguous there and children split their parent's range, so the leaves' ranges
+    tile the root's, already grouped (no sort, no tree walk, so a fit compiles no
+    prediction kernel). Otherwise (a pruned tree) by walking X down the tree.
+    """
+    if grown is not None and grown.node_start is not None \
+            and grown.node_start.shape[0] == tree.node_count:
+        leaf_nodes = np.flatnonzero(tree.children_left == -1)
+        order = np.argsort(grown.node_start[leaf_nodes], kind="stable")
+        leaf_nodes = leaf_nodes[order]
+        root_start = grown.node_start[0]
+        rows = grown.leaf_samples[root_start:grown.node_end[0]]
+        return rows, grown.node_start[leaf_nodes] - root_start, leaf_nodes
+    leaves = tree.apply(X)
+    rows = np.argsort(leaves, kind="stable")
+    sorted_leaves = leaves[rows]
+    starts = np.flatnonzero(np.r_[True, sorted_leaves[1:] != sorted_leaves[:-1]])
+    return rows, starts, sorted_leaves[starts]
+
+
 def _check_poisson_target(y, sample_weight):
     """A ValueError unless ``y`` (None: not numeric, left to later checks) is
     non-negative with a positive (weighted) sum, which a Poisson deviance needs."""
@@ -187,9 +234,11 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
 
     # ------------------------------------------------------------------- fit
     def _fit_tree(self, X, y, sample_weight, criterion_code, n_classes, value_offset=0.0,
-                  min_significance=1.0):
+                  min_significance=1.0, raw_y=None):
         """Grow, prune and store ``tree_``; y is encoded (class indices, or centred by
-        ``value_offset``), weights final (class weights included)."""
+        ``value_offset``, the uncentred targets then given as ``raw_y``), weights final
+        (class weights included). A centred regressor's leaves whose rows all have one
+        target value predict that value exactly (see :func:`exact_pure_leaf_values`)."""
         n_samples, n_features = X.shape
         self._check_params(n_samples, sample_weight.sum())
         # Samples of zero weight take no part, not even in placing thresholds, so that a
@@ -198,16 +247,20 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         kept = np.flatnonzero(positive)
         if not positive.all():
             X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
+            raw_y = None if raw_y is None else raw_y[positive]
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
         names = getattr(self, "feature_names_in_", None)
         _input.check_categorical_codes(X, self.is_categorical_, self.max_bins, names)
         self._has_missing_at_fit = _input.has_missing(X)
         classification = criteria.is_classification(criterion_code)
         grow = (criterion_code, n_classes, min_significance)
+        # The grown tree's sample ranges serve exact_pure_leaf_values if it is kept whole.
+        rows_grown, grown = slice(None), None
 
         if self.prune == "reduced_error":
             growing, held_out = self._held_out_split(y, classification)
             tree = self._grow(X[growing], y[growing], sample_weight[growing], *grow)
+            rows_grown = growing
             grown_nodes = tree.node_count
             weight_held_out = sample_weight[held_out]
             tree, before, after = reduced_error_prune(
@@ -219,7 +272,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                                            n_validation=int(held_out.size))
             self.ccp_alpha_ = 0.0
         else:
-            tree = self._grow(X, y, sample_weight, *grow)
+            grown = self._grow(X, y, sample_weight, *grow, keep_samples=True)
+            tree = grown.tree
             grown_nodes = tree.node_count
             if isinstance(self.ccp_alpha, str):
                 self.ccp_alpha_ = self._cross_validated_alpha(
@@ -228,10 +282,15 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
                 self.ccp_alpha_ = float(self.ccp_alpha)
             if self.ccp_alpha_ > 0.0:
                 tree = prune_tree(tree, self.ccp_alpha_)
+                grown = None
         # A multi-output regressor's offsets are one per output: (n_outputs, 1) against
         # the values' (n_nodes, n_outputs, 1).
         tree.value += np.reshape(value_offset, (-1, 1)) if np.ndim(value_offset) else \
             value_offset
+        # Monotonic constraints may set a leaf off its rows' mean, on purpose.
+        if raw_y is not None and np.any(value_offset) and self.monotonic_cst is None:
+            exact_pure_leaf_values(tree, raw_y[rows_grown],
+                                   _leaf_groups(tree, X[rows_grown], grown))
         self.tree_ = tree
         if tree.node_count == 1:
             warn_nothing_learned(
@@ -297,8 +356,11 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             constraints = -constraints
         return constraints
 
-    def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance):
-        """Bin X and grow the unpruned tree on all its samples in one compiled call."""
+    def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance,
+              keep_samples=False):
+        """Bin X and grow the unpruned tree on all its samples in one compiled call; with
+        ``keep_samples`` the :class:`~silva.engine.cart.GrownTree` (the tree and its
+        nodes' sample ranges), else the tree."""
         n_samples = X.shape[0]
         params = self._check_params(n_samples, sample_weight.sum())
         # absolute_error searches splits from order statistics: no histogram is read.
@@ -319,7 +381,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             min_weight_leaf=params["min_weight_leaf"],
             seed=seed_from_random_state(check_random_state(self.random_state)),
         )
-        return grow_cart_tree(self._binned(X), rules, task).tree
+        grown = grow_cart_tree(self._binned(X), rules, task)
+        return grown if keep_samples else grown.tree
 
     def _binned(self, X):
         """X binned (a :class:`~silva.engine.cart.BinnedData`).
@@ -705,11 +768,10 @@ class DecisionTreeRegressor(PersistenceMixin, RegressorMixin, BaseDecisionTree):
         """Grow the tree on (X, y); NaN in X means missing."""
         criterion_code, X, y, sample_weight, offset = regression_inputs(
             self, X, y, sample_weight)
-        y = y - offset
         self.n_outputs_ = y.shape[1] if y.ndim == 2 else 1
         n_classes = np.ones(self.n_outputs_, dtype=np.intp) if y.ndim == 2 else 1
-        return self._fit_tree(X, y, sample_weight, criterion_code, n_classes,
-                              value_offset=offset)
+        return self._fit_tree(X, y - offset, sample_weight, criterion_code, n_classes,
+                              value_offset=offset, raw_y=y)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Mean (or median) target of each sample's leaf.

@@ -395,6 +395,23 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
             return n_samples + 1
         return HISTOGRAM_MIN_SAMPLES
 
+    def _keeps_trees_for_another_target(self, X, same_target):
+        """Whether this fit is a warm start that adds no tree and is given the previous
+        fit's X shape but another target (other classes, another number of outputs); it
+        then warns and the forest keeps its trees and fitted attributes, as scikit-learn's
+        forests do (there is nothing to grow, so nothing to refuse). A warm start that
+        adds trees still needs the previous fit's target, and one given the same target
+        goes on to recompute the out-of-bag results (oob_score set after the fit)."""
+        grown = getattr(self, "_grown_trees", None)
+        if not (self.warm_start and grown and self.n_estimators == len(grown)
+                and not same_target and self._fit_signature[:2] == X.shape):
+            return False
+        warnings.warn("Warm-start fitting without increasing n_estimators does not fit new "
+                      f"trees: {type(self).__name__} already has {len(grown)}, fitted on "
+                      "another y (other classes or outputs) than this one, which is not "
+                      "used; the forest is unchanged.", UserWarning, stacklevel=3)
+        return True
+
     def _clear_fit(self):
         self._grown_trees = []
         self._tree_seeds = []
@@ -610,6 +627,8 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         if y.ndim == 2:
             return self._fit_multi_output(X, y, sample_weight, code, callbacks)
         classes, y_encoded = _input.classification_target(y)
+        if self._keeps_trees_for_another_target(X, _same_classes(self, classes)):
+            return self
         _input.check_same_classes(self, classes)
         self.classes_ = classes
         self.n_classes_ = len(classes)
@@ -631,6 +650,8 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
         :mod:`silva._multi_output`)."""
         code = _multi_output.check_options(self, code, y.shape[1])
         classes, y_encoded = _multi_output.classification_targets(y)
+        if self._keeps_trees_for_another_target(X, _same_classes(self, classes)):
+            return self
         if self.oob_score and any(len(c) > 2 for c in classes):
             # scikit-learn's rule and first sentence: the out-of-bag score is computed on
             # the joint argmax of every output, defined for multilabel targets only.
@@ -769,6 +790,18 @@ class ForestClassifier(PredictLogProbaMixin, ClassifierMixin, BaseForest):
                      margins=margins)
 
 
+def _same_classes(forest, classes):
+    """Whether ``classes`` (an array, or a list of one per output) are the classes of
+    ``forest``'s previous fit (False when it has none)."""
+    previous = getattr(forest, "classes_", None)
+    if previous is None or isinstance(previous, list) != isinstance(classes, list):
+        return False
+    if isinstance(classes, list):
+        return len(previous) == len(classes) and all(
+            np.array_equal(a, b) for a, b in zip(previous, classes, strict=True))
+    return np.array_equal(previous, classes)
+
+
 class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
     """Fit and prediction of the regression forests."""
 
@@ -782,7 +815,11 @@ class ForestRegressor(JackknifeIntervalMixin, RegressorMixin, BaseForest):
         code, X, y, sample_weight, offset = regression_inputs(self, X, y, sample_weight)
         if self.bootstrap == POISSON:
             offset = reproducible_offset(offset)  # what every Dask worker gets too
-        self.n_outputs_ = y.shape[1] if y.ndim == 2 else 1
+        n_outputs = y.shape[1] if y.ndim == 2 else 1
+        if self._keeps_trees_for_another_target(
+                X, getattr(self, "n_outputs_", None) == n_outputs):
+            return self
+        self.n_outputs_ = n_outputs
         self._y_train = y
         n_classes = np.ones(self.n_outputs_, dtype=np.intp) if y.ndim == 2 else 1
         self._fit_forest(X, y - offset, sample_weight, code, n_classes, value_offset=offset,

@@ -18,6 +18,12 @@ model is refitted on the whole training set.
 The stacked columns per model (:attr:`StackingClassifier.stack_method_`) are: class
 probabilities (with two classes only the second class's, since the two sum to one),
 decision-function values, or predicted class codes.
+
+A multilabel y (a 0/1 indicator matrix, one column per label) is stacked per label, as
+scikit-learn's stacking does: a model's probabilities given as one array per label
+contribute each label's positive-class column; an output that is already one column per
+label (a neural network's ``predict_proba``, a ridge classifier's ``decision_function``,
+any ``predict``) is stacked as it is. The final model must then take a multilabel y.
 """
 
 import numpy as np
@@ -34,6 +40,7 @@ from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils import Bunch
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import (
     _check_feature_names_in,
     check_array,
@@ -254,9 +261,19 @@ class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMix
         return np.asarray(names, dtype=object)
 
     def _stack_columns(self, predictions, method):
+        if isinstance(predictions, list):
+            # One probability array per output of a multi-output model: each output's
+            # columns, less the first of a two-class output (the two sum to one).
+            outputs = [np.asarray(output, dtype=np.float64) for output in predictions]
+            return np.hstack([output[:, 1:] if output.shape[1] == 2 else output
+                              for output in outputs])
         predictions = np.asarray(predictions, dtype=np.float64)
         if predictions.ndim == 1:
             return predictions[:, None]
+        if getattr(self, "_multilabel", False):
+            # Already one column per label (e.g. an MLP's probabilities): nothing is
+            # collinear, and dropping a column would drop a label.
+            return predictions
         if method == "predict_proba" and predictions.shape[1] == 2:
             # The two probabilities sum to one: keep one to avoid collinear features.
             return predictions[:, 1:]
@@ -310,13 +327,17 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
     named_estimators_ : Bunch of the fitted models by name
     final_estimator_ : the fitted final model
     stack_method_ : list of str, the method stacked for each model of ``estimators_``
-    classes_ : ndarray of shape (n_classes,)
+    classes_ : ndarray of shape (n_classes,), or a list of one such array per label
+        when y is multilabel
     n_features_in_ : int
 
     Notes
     -----
     Base and final models are trained on class codes 0..K-1 (indices into ``classes_``),
     so that predicted classes can be stacked as numbers whatever the labels are.
+
+    A multilabel y (a 2-D 0/1 indicator matrix) stacks each model's per-label outputs
+    (see the module's docstring); ``predict`` then returns one column per label.
 
     Examples
     --------
@@ -345,7 +366,13 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         output = getattr(model, method)(X)
         if getattr(self, "_prefit", False) and method == "predict":
             # A prefit model predicts labels, not the class codes the others learn.
-            output = np.searchsorted(self.classes_, np.asarray(output))
+            if self._multilabel:
+                output = np.column_stack([
+                    np.searchsorted(classes, column)
+                    for classes, column in zip(self.classes_, np.asarray(output).T,
+                                               strict=True)])
+            else:
+                output = np.searchsorted(self.classes_, np.asarray(output))
         return output
 
     def _resolve_methods(self, kept):
@@ -381,6 +408,15 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         if y is None:
             raise ValueError("StackingClassifier requires y to be passed, but the target y "
                              "is None.")
+        if type_of_target(y) == "multilabel-indicator":
+            # Each label its own classes and codes, as a multi-output tree keeps them.
+            self._multilabel = True
+            y = np.asarray(y)
+            encoded = [_input.classification_target(column) for column in y.T]
+            self.classes_ = [classes for classes, _ in encoded]
+            y_code = np.column_stack([codes for _, codes in encoded])
+            return self._fit_stack(X, y_code, sample_weight, "classifier", fit_params)
+        self._multilabel = False
         y = column_or_1d(y, warn=True)
         self.classes_, y_code = _input.classification_target(y)
         if len(self.classes_) < 2:
@@ -394,7 +430,11 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         meta = self.transform(X)
         codes = self.final_estimator_.predict(meta,
                                               **self._final_predict_params(predict_params))
-        return self.classes_[np.asarray(codes).astype(np.intp)]
+        codes = np.asarray(codes).astype(np.intp)
+        if getattr(self, "_multilabel", False):
+            return np.column_stack([classes[column] for classes, column
+                                    in zip(self.classes_, codes.T, strict=True)])
+        return self.classes_[codes]
 
     @available_if(_final_has("predict_proba"))
     def predict_proba(self, X):
@@ -410,6 +450,8 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
+        # As scikit-learn's: a multilabel y works only with a final model that takes one
+        # (the default logistic regression does not).
         tags.classifier_tags.multi_label = False
         return tags
 

@@ -14,6 +14,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.datasets import load_breast_cancer, make_classification, make_regression
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import Ridge
+from sklearn.metrics import r2_score
 from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import (
@@ -446,8 +447,10 @@ def test_bad_targets_and_shapes():
             BaggingClassifier(n_estimators=3).fit(X, y_bad)
     with pytest.raises(ValueError, match=r"y must have shape \(40,\)"):
         BaggingClassifier(n_estimators=3).fit(X, y[:-1])
+    with pytest.raises(ValueError, match=r"BaggingRegressor: y must be one-dimensional"):
+        BaggingRegressor(n_estimators=3).fit(X, np.c_[y, y][:, :, None])
     with pytest.raises(ValueError, match=r"y must have shape \(40,\)"):
-        BaggingRegressor(n_estimators=3).fit(X, np.c_[y, y])
+        BaggingClassifier(n_estimators=3).fit(X, np.c_[y, y])
     with pytest.raises(ValueError, match="requires y"):
         BaggingRegressor(n_estimators=3).fit(X, None)
     for cls in (BaggingClassifier, BaggingRegressor):
@@ -637,3 +640,35 @@ def test_prediction_metadata_is_routed_to_the_member_method_called():
         assert all(m.scale_ == 3.0 for m in bag.estimators_)
     with pytest.raises(ValueError, match="metadata routing enabled"):
         bag.predict(X, scale=1.0)
+
+
+def test_regressor_on_a_multi_output_y_averages_its_members():
+    # scikit-learn's bagging passes a 2-D y to its members and averages their 2-D
+    # predictions; silva's default tree is then a multi-output tree, and a foreign member
+    # (k nearest neighbours, which takes a 2-D y) gets the y as it is.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(150, 4))
+    Y = np.column_stack([X[:, 0] + 0.1 * rng.normal(size=150), X[:, 1] ** 2])
+    for estimator in (None, KNeighborsRegressor(3)):
+        bag = BaggingRegressor(estimator, n_estimators=20, oob_score=True,
+                               random_state=0).fit(X, Y)
+        assert bag.n_outputs_ == 2
+        members = [member.predict(X[:, features]) for member, features
+                   in zip(bag.estimators_, bag.estimators_features_, strict=True)]
+        assert members[0].shape == (150, 2)
+        np.testing.assert_allclose(bag.predict(X), np.mean(members, axis=0), rtol=1e-12)
+        # Out of bag: each row's mean over the members that did not draw it.
+        total, count = np.zeros_like(Y), np.zeros(150)
+        for member, features, rows in zip(bag.estimators_, bag.estimators_features_,
+                                          bag.estimators_samples_, strict=True):
+            out = np.setdiff1d(np.arange(150), rows)
+            total[out] += member.predict(X[np.ix_(out, features)])
+            count[out] += 1
+        expected = total / count[:, None]
+        np.testing.assert_allclose(bag.oob_prediction_, expected, rtol=1e-12)
+        assert bag.oob_score_ == pytest.approx(r2_score(Y, expected))
+    with pytest.raises(ValueError, match="predict_interval does not support multi-output"):
+        bag.predict_interval(X)
+    with pytest.raises(ValueError, match="does not support multi-output"):
+        BaggingRegressor(n_estimators=2, random_state=0).fit(X, Y).predict(
+            X, pred_contrib=True)

@@ -376,8 +376,9 @@ def _expected_failed_checks(estimator):
         # them changes nothing): its MINOBJS and pruning counts are then in average
         # cases, and integer weights are repetitions only where no count limit binds
         # (test_c45_sample_weight_equivalence_without_count_limits).
-        return {"check_sample_weight_equivalence_on_dense_data":
-                "weights are relative: rescaled to average 1 before MINOBJS and pruning"}
+        reason = "weights are relative: rescaled to average 1 before MINOBJS and pruning"
+        return {"check_sample_weight_equivalence_on_dense_data": reason,
+                "check_sample_weight_equivalence_on_sparse_data": reason}
     return {}
 
 

@@ -711,3 +711,35 @@ def test_bootstrap_may_draw_more_rows_than_there_are(cls):
     for bad in (0, -0.5, np.inf):
         with pytest.raises(ValueError, match="max_samples"):
             cls(n_estimators=2, max_samples=bad, bootstrap=True).fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, RandomForestRegressor])
+def test_warm_start_adding_no_tree_keeps_the_forest_when_given_another_target(cls):
+    # scikit-learn's forests warn and keep their trees when a warm start has nothing to
+    # add, whatever y they are given (its test_class_weight_errors); silva does too when
+    # the target differs in classes or outputs, and still refuses it when trees are added.
+    X, y = datasets.make_classification(80, 4, random_state=0)
+    other = np.column_stack([y, 2 * y])  # two outputs, other classes in the second
+    forest = cls(4, warm_start=True, random_state=0).fit(X, y)
+    predict = "predict_proba" if cls is RandomForestClassifier else "predict"
+    before = getattr(forest, predict)(X)
+    with pytest.warns(UserWarning, match="does not fit new trees.*the forest is unchanged"):
+        forest.fit(X, other)
+    np.testing.assert_array_equal(getattr(forest, predict)(X), before)
+    assert forest.n_outputs_ == 1
+    if cls is RandomForestClassifier:
+        np.testing.assert_array_equal(forest.classes_, [0, 1])
+    with pytest.raises(ValueError):
+        forest.set_params(n_estimators=6).fit(X, other)
+
+
+def test_warm_start_adding_no_tree_still_computes_the_requested_oob_score():
+    # The same target goes on to the out-of-bag estimate (scikit-learn's
+    # test_warm_start_oob), equal to a one-shot fit's.
+    X, y = datasets.make_classification(120, 5, random_state=1)
+    at_once = RandomForestClassifier(12, random_state=1, oob_score=True).fit(X, y)
+    forest = RandomForestClassifier(12, warm_start=True, random_state=1).fit(X, y)
+    assert not hasattr(forest, "oob_score_")
+    with pytest.warns(UserWarning, match="does not fit new trees"):
+        forest.set_params(oob_score=True).fit(X, y)
+    assert forest.oob_score_ == at_once.oob_score_

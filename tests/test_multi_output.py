@@ -22,7 +22,7 @@ from sklearn.exceptions import DataConversionWarning
 
 from silva import (
     AdaBoostClassifier,
-    BaggingRegressor,
+    BaggingClassifier,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     ExtraTreesClassifier,
@@ -358,7 +358,7 @@ def test_unsupported_options_are_refused_by_name(model, match):
 
 
 @pytest.mark.parametrize("model", [AdaBoostClassifier(n_estimators=2),
-                                   BaggingRegressor(n_estimators=2)],
+                                   BaggingClassifier(n_estimators=2)],
                          ids=lambda m: type(m).__name__)
 def test_other_ensembles_still_refuse_2d_y(model):
     X, Y = classification_data(2)

@@ -216,12 +216,54 @@ def test_prediction_in_many_blocks(monkeypatch):
     assert sparse_module.block_rows(5) == sparse_module.MIN_BLOCK_ROWS
 
 
-def test_c45_refuses_sparse_fit_but_predicts_from_it():
+@pytest.mark.parametrize("block_values", [None, 50])
+@pytest.mark.parametrize("params", [{}, {"subtree_raising": False},
+                                    {"confidence": 1.0, "min_samples_leaf": 1}])
+def test_c45_sparse_fit_equals_dense_fit(monkeypatch, block_values, params):
+    # C4.5 reads a node's cases of a sparse X in dense blocks (silva.classic's
+    # _TrainingCases); 50 values a block splits every node's features into many blocks.
+    import silva.classic
+
+    searched_shapes = []
+    if block_values is not None:
+        monkeypatch.setattr(silva.classic, "BLOCK_VALUES", block_values)
+        evaluate = silva.classic.mw.c45_evaluate
+
+        def recording(X, *args):
+            searched_shapes.append(X.shape)
+            return evaluate(X, *args)
+
+        monkeypatch.setattr(silva.classic.mw, "c45_evaluate", recording)
     S, dense, y, _ = _sparse_data()
-    with pytest.raises(TypeError, match="C45Classifier does not take sparse X"):
-        silva.C45Classifier().fit(S, y)
-    model = silva.C45Classifier().fit(dense, y)
-    np.testing.assert_array_equal(model.predict_proba(S), model.predict_proba(dense))
+    weight = np.random.default_rng(1).uniform(0.5, 2.0, size=y.size)
+    for fmt in ("csr", "csc"):
+        sparse_model = silva.C45Classifier(**params).fit(S.asformat(fmt), y, weight)
+        dense_model = silva.C45Classifier(**params).fit(dense, y, weight)
+        mine, theirs = sparse_model.tree_, dense_model.tree_
+        assert mine.node_count == theirs.node_count > 3
+        for field in ("feature", "threshold", "kind", "value", "n_node_samples",
+                      "branch_fraction"):
+            np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field))
+        np.testing.assert_array_equal(sparse_model.predict_proba(S),
+                                      dense_model.predict_proba(dense))
+    if block_values is not None:
+        # The sparse fits searched blocks of at most 50 values (one column when a node
+        # has more cases); only the dense fits saw the whole matrix.
+        assert sum(shape[1] == 1 for shape in searched_shapes) > 2 * S.shape[1]
+        assert all(shape == dense.shape or shape[0] * shape[1] <= max(50, shape[0])
+                   for shape in searched_shapes)
+
+
+def test_c45_sparse_fit_with_a_categorical_column_equals_dense_fit():
+    S, dense, y, _ = _sparse_data()
+    dense[:, 4] = np.random.default_rng(2).integers(0, 4, size=y.size)
+    dense[::7, 4] = np.nan
+    S = sp.csc_matrix(dense)
+    sparse_model = silva.C45Classifier(categorical_features=[4]).fit(S, y)
+    dense_model = silva.C45Classifier(categorical_features=[4]).fit(dense, y)
+    np.testing.assert_array_equal(sparse_model.tree_.feature, dense_model.tree_.feature)
+    np.testing.assert_array_equal(sparse_model.predict_proba(S),
+                                  dense_model.predict_proba(dense))
 
 
 # -------------------------------------------------------------------------- bad input
@@ -282,3 +324,17 @@ def test_shap_values_and_early_stopping_from_sparse_x():
     forest = silva.RandomForestRegressor(n_estimators=3, random_state=0).fit(S, target)
     np.testing.assert_array_equal(forest.predict_quantiles(S, [0.1, 0.9]),
                                   forest.predict_quantiles(dense, [0.1, 0.9]))
+
+
+@pytest.mark.parametrize("model", [silva.C45Classifier(), silva.ID3Classifier(),
+                                   silva.DecisionTreeClassifier(max_depth=3)],
+                         ids=lambda m: type(m).__name__)
+def test_split_report_from_sparse_x_equals_dense(model):
+    # The report reads the node's rows one feature (C4.5: one block) at a time.
+    import pandas as pd
+
+    S, dense, y, _ = _sparse_data()
+    model = model.fit(S, y)
+    for node in (0, 1):
+        pd.testing.assert_frame_equal(model.split_report(S, y, node=node),
+                                      model.split_report(dense, y, node=node))

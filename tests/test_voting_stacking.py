@@ -442,3 +442,32 @@ def test_stacking_n_features_in_before_and_after_fit():
     with pytest.raises(AttributeError, match="'WithoutFeatureCount' object has no attribute"):
         _ = stack.n_features_in_
     assert stack.predict(X).shape == (150,)
+
+
+def test_stacking_classifier_on_a_multilabel_y_matches_sklearn():
+    # scikit-learn's stacking, given the same members and folds, is the reference: per
+    # label, a multi-output model's positive-class probability (its list of arrays);
+    # a decision function already one column per label, stacked as it is.
+    from sklearn.datasets import make_multilabel_classification
+    from sklearn.linear_model import RidgeClassifier
+
+    X, Y = make_multilabel_classification(n_samples=120, n_classes=3, random_state=0)
+    members = [("tree", DecisionTreeClassifier(max_depth=3, random_state=0)),
+               ("ridge", RidgeClassifier())]
+    final = KNeighborsClassifier()
+    folds = KFold(4)
+    mine = StackingClassifier(members, final, cv=folds).fit(X, Y)
+    theirs = SklearnStackingClassifier(members, final, cv=folds).fit(X, Y)
+    assert mine.stack_method_ == ["predict_proba", "decision_function"]
+    assert mine.transform(X).shape == (120, 6)
+    np.testing.assert_array_equal(mine.transform(X), theirs.transform(X))
+    np.testing.assert_array_equal(mine.predict(X), theirs.predict(X))
+    assert mine.predict(X).shape == Y.shape
+    for classes in mine.classes_:
+        np.testing.assert_array_equal(classes, [0, 1])
+    # "predict" stacks each member's 0/1 labels, one column per label.
+    by_predict = StackingClassifier(members, final, cv=folds, stack_method="predict")
+    np.testing.assert_array_equal(
+        by_predict.fit(X, Y).transform(X),
+        SklearnStackingClassifier(members, final, cv=folds, stack_method="predict")
+        .fit(X, Y).transform(X))

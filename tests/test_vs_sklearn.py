@@ -435,3 +435,56 @@ def test_absolute_error_matches_sklearn_on_diabetes():
     assert comparison.leaf_value_diffs == []
     assert comparison.structure_comparable
     assert np.mean(np.isclose(ours.predict(X), theirs.predict(X))) >= 0.99
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_regression_leaves_of_one_target_value_predict_it_exactly(weighted):
+    # The tree grows on y minus its mean; adding the mean back to a leaf of zeros gave
+    # -2.2e-16 (scikit-learn's test_memory_layout). A leaf whose rows share one value
+    # predicts that value exactly, as scikit-learn's tree (which does not centre) does.
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    X, y = X[::3], y[::3].astype(float)
+    weight = np.random.default_rng(0).uniform(0.5, 2.0, size=y.size) if weighted else None
+    mine = DecisionTreeRegressor(random_state=0).fit(X, y, sample_weight=weight)
+    theirs = sktree.DecisionTreeRegressor(random_state=0).fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(mine.predict(X), y)
+    np.testing.assert_array_equal(mine.predict(X), theirs.predict(X))
+    # Leaves of mixed values keep their mean; one column per output.
+    shallow = DecisionTreeRegressor(max_depth=2).fit(X, np.column_stack([y, 2 * y]))
+    leaves = shallow.apply(X)
+    for leaf in np.unique(leaves):
+        rows = leaves == leaf
+        np.testing.assert_allclose(shallow.tree_.value[leaf, :, 0],
+                                   [y[rows].mean(), 2 * y[rows].mean()], rtol=1e-12)
+        if np.ptp(y[rows]) == 0:
+            np.testing.assert_array_equal(shallow.tree_.value[leaf, :, 0],
+                                          [y[rows][0], 2 * y[rows][0]])
+
+
+def test_entropy_scores_a_split_and_its_mirror_image_alike():
+    # A split and its mirror image (children swapped) tie in exact arithmetic; the
+    # entropy proxy finishes each child's term before adding them, so they tie in
+    # floating point too and the first scanned wins, as in scikit-learn (its
+    # test_missing_values_best_splitter_missing_both_classes_has_nan).
+    from silva.engine import criteria
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        left = rng.integers(0, 50, size=4).astype(float)
+        parent = left + rng.integers(0, 50, size=4)
+        left_sums = np.r_[left.sum(), left]
+        parent_sums = np.r_[parent.sum(), parent]
+        mirror = parent_sums - left_sums
+        assert criteria.entropy_proxy(left_sums, parent_sums, 0.0) == \
+            criteria.entropy_proxy(mirror, parent_sums, 0.0)
+    X = np.array([[1, 2, 3, 5, np.nan, 10, 20, 30, 60, np.nan]]).T
+    y = np.array([0] * 5 + [1] * 5)
+    X_test = np.array([[np.nan, 2.3, 34.2]]).T
+    for criterion in ("entropy", "gini"):
+        mine = DecisionTreeClassifier(max_depth=1, criterion=criterion).fit(X, y)
+        theirs = sktree.DecisionTreeClassifier(max_depth=1, criterion=criterion,
+                                               random_state=0).fit(X, y)
+        np.testing.assert_array_equal(mine.predict(X_test), [1, 0, 1])
+        np.testing.assert_array_equal(mine.predict(X_test), theirs.predict(X_test))

@@ -235,22 +235,27 @@ def gini_proxy(left, parent, min_weight):
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def entropy_proxy(left, parent, min_weight):
-    # sum_k l_k ln(l_k / w_l) = sum_k l_k ln l_k - w_l ln w_l
+    # sum_k l_k ln(l_k / w_l) = sum_k l_k ln l_k - w_l ln w_l. Each child's term is
+    # finished on its own and the two added last, so that a split and its mirror image
+    # (children swapped, e.g. missing values sent the other way) score exactly alike and
+    # the first scanned wins the tie, as in scikit-learn.
     left_weight = 0.0
     right_weight = 0.0
-    score = 0.0
+    left_score = 0.0
+    right_score = 0.0
     for k in range(1, left.shape[0]):
         l_k = left[k]
         r_k = parent[k] - l_k
         left_weight += l_k
         right_weight += r_k
         if l_k > 0.0:
-            score += l_k * np.log(l_k)
+            left_score += l_k * np.log(l_k)
         if r_k > 0.0:
-            score += r_k * np.log(r_k)
+            right_score += r_k * np.log(r_k)
     if min(left_weight, right_weight) < min_weight or min(left_weight, right_weight) <= 0.0:
         return -np.inf
-    return score - left_weight * np.log(left_weight) - right_weight * np.log(right_weight)
+    return ((left_score - left_weight * np.log(left_weight))
+            + (right_score - right_weight * np.log(right_weight)))
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")

@@ -51,7 +51,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.significance import chi2_sf
-from silva.engine.sparse import rowwise
+from silva.engine.sparse import is_sparse, rowwise
 from silva.engine.tree_interface import MISSING_BRANCH, Split, branch_test
 
 LEAF = -1
@@ -686,8 +686,9 @@ class MultiwayTree:
         return out
 
     def node_weights(self, X, node):
-        """Weight with which each row of X reaches ``node`` (1 or 0 on a single path;
-        fractional where a C4.5 node sent a missing value down all its branches)."""
+        """Weight with which each row of X (dense or sparse) reaches ``node`` (1 or 0 on
+        a single path; fractional where a C4.5 node sent a missing value down all its
+        branches)."""
         path = []
         current = node
         while self.parent[current] >= 0:
@@ -695,7 +696,9 @@ class MultiwayTree:
             current = self.parent[current]
         weights = np.ones(X.shape[0])
         for ancestor, branch in reversed(path):
-            taken = self.branch_of(ancestor, X[:, self.feature[ancestor]])
+            feature = self.feature[ancestor]
+            column = X[:, [feature]].toarray().ravel() if is_sparse(X) else X[:, feature]
+            taken = self.branch_of(ancestor, column)
             if branch >= 0:
                 factor = (taken == branch).astype(np.float64)
                 if self.blend_missing and self.missing_child[ancestor] < 0:

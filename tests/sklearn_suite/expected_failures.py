@@ -39,18 +39,10 @@ def gap(what):
 
 EXPECTED_FAILURES = {
     # --- Features still to come in issue 23
-    "test_tree.py::test_memory_layout":
-        gap("sparse X passes now; a regressor fitted on y centred by its mean predicts the class 0 as -4.4e-16, not exactly 0, and the test compares with assert_array_equal"),
     "test_tree.py::test_missing_value_errors[tree0-csr_array]":
         design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
     "test_tree.py::test_missing_value_errors[tree0-csr_matrix]":
         design("silva takes NaN stored in a sparse X as missing, as in a dense X (scikit-learn's trees refuse NaN in sparse X)"),
-    "test_stacking.py::test_stacking_classifier_multilabel_auto_predict[*":
-        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
-    "test_stacking.py::test_stacking_classifier_multilabel_decision_function":
-        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
-    "test_stacking.py::test_stacking_classifier_multilabel_predict_proba[*":
-        gap("StackingClassifier on a multilabel y (its members' per-output probabilities as features): not built"),
     "test_tree.py::test_multioutput[DecisionTreeRegressor-absolute_error]":
         design("multi-output trees support gini, entropy/log_loss, squared_error and friedman_mse; absolute_error and poisson refuse a 2-D y with an error naming the criterion"),
     "test_tree.py::test_multioutput[DecisionTreeRegressor-poisson]":
@@ -94,14 +86,10 @@ EXPECTED_FAILURES = {
     "test_weight_boosting.py::test_oneclass_adaboost_proba":
         design("AdaBoostClassifier refuses a y of one class (there is nothing to boost)"),
     # --- silva's gaps and differences, still to fix (issue 23 item 1)
-    "test_bagging.py::test_bagging_regressor_with_missing_inputs":
-        gap("a 2-D y (multi-output) for BaggingRegressor: ValueError: y must have shape (5,), one-dimensional (one target); got shape (5, 3). (infinity in X now reaches the pipeline)"),
     "test_bagging.py::test_warm_start_with_oob_score_fails":
         design("warm_start with oob_score=True is allowed: added members are those a one-shot fit makes and the out-of-bag estimate is recomputed over all of them, equal to a one-shot fit's (tests/test_bagging.py::test_warm_start_equals_one_fit); scikit-learn refuses the combination"),
     "test_forest.py::test_backend_respected":
         design("forests grow their trees in numba's threads inside one compiled call (n_jobs sets the thread count), never through joblib, so a joblib backend chosen with parallel_backend is not used; bagging, whose members may be any estimator, does use joblib"),
-    "test_forest.py::test_class_weight_errors[*":
-        gap("needs a 2-D y (multi-output, issue 23 item 2): the warm start is refitted on a 2-column y, refused before the warm-start warning; ValueError: y must have shape (6,), one-dimensional (one target)"),
     "test_forest.py::test_distribution":
         design("node ids are given as a split creates its two children (consecutive ids), not in scikit-learn's depth-first preorder: the trees and their distribution are the same (read in preorder: five trees, the compact 0,1/0,0/--0,2/-- at 0.36, the others 0.14-0.17), their node ids differ, and renumbering would change every model's apply()"),
     "test_forest.py::test_estimators_samples[ExtraTreesRegressor-True-1]":
@@ -120,8 +108,6 @@ EXPECTED_FAILURES = {
         design("a regression node whose targets are all equal keeps a centred variance of rounding (4e-16 > EPSILON) and is split into two children of the same value (predictions unchanged, node ids differ). Calling it pure, as scikit-learn's uncentred sums do, was tried: it changes which random features later nodes draw and so existing forests with max_features < 1 (fingerprint rfr-diabetes), so it waits for a deliberate model change"),
     "test_tree.py::test_importances_gini_equal_squared_error":
         design('on a 0/1 target gini and squared error rank splits alike in exact arithmetic, but their sums round differently (squared error works on centred targets): at depth 4-5 two splits of equal decrease (0.316617697381664 vs ...72, node 20; 0.6667 both, node 24) are picked differently, and a node of one class keeps a rounding variance (1e-13) and is split (see test_behaviour_constant_feature_after_splits). Making them agree changes existing trees'),
-    "test_tree.py::test_missing_values_best_splitter_missing_both_classes_has_nan[entropy]":
-        gap("a split and its mirror image (missing values sent the other way) tie in exact arithmetic; the entropy proxy's rounding picks missing-left here where scikit-learn keeps the first scanned (missing right). Summing the two children's terms before subtracting makes the tie exact and fixes it, but changes an existing entropy tree (fingerprint dtc-entropy-messy3), so it is left for a deliberate model change"),
     "test_weight_boosting.py::test_sample_weights_infinite":
         design('boosting weights are kept as logarithms of their factors (silva.adaboost.BoostingWeights) and never reach infinity, so there is no infinite-weight warning to give nor a reason to stop; a huge learning_rate only makes the diagnostic training_error_bound_ infinite, without a RuntimeWarning'),
 }
