@@ -38,12 +38,13 @@ from silva import metrics
 from silva._progress import progress
 from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.engine import gradient_grower as gg
-from silva.engine import gradient_histogram, losses
+from silva.engine import gradient_histogram, gradient_sparse, losses
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
 from silva.engine.leaf_values import leaf_sums, leaf_updates
 from silva.engine.nodes import LEAF, decision_arrays
 from silva.engine.random import seed_from_random_state
+from silva.engine.sparse import is_sparse
 from silva.engine.tree import Tree
 
 
@@ -161,11 +162,18 @@ class IterationGrower:
     def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
         # Compile only the paths this fit takes: no parallel pass on one thread or below
         # the smallest node that one takes (see gradient_histogram's FEATURE_PARTS_MIN_ROWS
-        # and BLOCK_ROWS), no category scan without categorical features.
-        self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
-            *workspace.columns.shape)
-        self.grow_tree = gg.compiled_gradient_grower(
-            parallel=self.parallel, categorical=bool(data.is_categorical.any()))
+        # and BLOCK_ROWS), no category scan without categorical features. A sparse
+        # workspace has its own grower (serial, see gradient_sparse), which no dense fit
+        # compiles.
+        self.sparse = isinstance(workspace, gradient_sparse.SparseWorkspace)
+        if self.sparse:
+            self.parallel = False
+            self.grow_tree = gg.grow_sparse_gradient_tree
+        else:
+            self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
+                *workspace.columns.shape)
+            self.grow_tree = gg.compiled_gradient_grower(
+                parallel=self.parallel, categorical=bool(data.is_categorical.any()))
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
         self.two_lanes = two_lanes
@@ -179,21 +187,27 @@ class IterationGrower:
         sample_indices = in_bag.copy()
         # The grower's parallel loops run over a few row blocks each: hand them out one
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
+        statistics = gradient_histogram.GradientStatistics(
+            grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
+            np.bool_(self.two_lanes))
+        if self.sparse:
+            table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
+                                            feature_mask, seed, statistics)
+            return table, bitsets, sample_indices
         chunksize = numba.set_parallel_chunksize(1)
         try:
             table, bitsets = self.grow_tree(
                 workspace, self.data, self.rules, sample_indices, feature_mask, seed,
-                np.int64(1 if serial else numba.get_num_threads()),
-                gradient_histogram.GradientStatistics(
-                    grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
-                    np.bool_(self.two_lanes)))
+                np.int64(1 if serial else numba.get_num_threads()), statistics)
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
 
     def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
         """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
-        n_workers = min(self.n_threads, len(draws)) if parallel else 1
+        # The sparse grower's trees grow one after the other (its workspace is not
+        # cloned for threads; see gradient_sparse).
+        n_workers = min(self.n_threads, len(draws)) if parallel and not self.sparse else 1
         if n_workers == 1:
             return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
                               serial=False)
@@ -362,10 +376,20 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     # The grower reads each sample's codes and statistics as one record (see
     # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
     n_bins = binner.missing_bin_ + 1
-    workspace = gradient_histogram.make_workspace(
-        binner.transform(X), n_bins,
-        gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
-    codes = workspace.codes
+    # A sparse X without row sampling grows on its stored entries
+    # (engine/gradient_sparse.py), never on a dense code matrix. Row sampling updates the
+    # out-of-bag rows' predictions from their codes, which only the dense workspace has.
+    sparse_growth = is_sparse(X) and not config.goss and config.subsample >= 1.0
+    if sparse_growth:
+        workspace = gradient_sparse.make_sparse_workspace(
+            binner.sparse_entries(X), binner.n_value_bins_, binner.missing_bin_, n_samples,
+            gradient_sparse.sparse_pool_slots(config.max_leaf_nodes))
+        codes = None
+    else:
+        workspace = gradient_histogram.make_workspace(
+            binner.transform(X), n_bins,
+            gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
+        codes = workspace.codes
     n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
     n_words = max(1, (int(n_categories) + 63) // 64)
     tree_categories = np.where(is_categorical, binner.n_value_bins_, 0)
