@@ -42,6 +42,7 @@ import numpy as np
 
 from silva.engine.gradient_histogram import N_CHANNELS
 from silva.engine.gradient_splitting import (
+    MIN_SAMPLES_LEAF,
     NO_GAIN,
     best_scanned_split,
     scan_categorical,
@@ -184,13 +185,19 @@ def find_best_sparse_split(hist, bin_offsets, default_bin, candidates, n_candida
                            feature_missing_left, feature_left, feature_bitset, scratch):
     """:func:`silva.engine.gradient_splitting.find_best_split` on a ragged histogram:
     the same scans and the same pick (the lowest feature index wins ties), each feature
-    scanned on its own slice with its own missing bin. A feature whose node samples
-    all lie in its default bin is not scanned: every threshold of it leaves a child
-    empty, which the scan rejects too, so the result is the same."""
+    scanned on its own slice with its own missing bin.
+
+    A feature with fewer than ``max(1, min_samples_leaf)`` of the node's samples outside
+    its default bin is not scanned: every split of it puts the default bin in one child
+    and only some of those samples in the other, which the scan's count rule rejects,
+    so the result is the same. In a wide sparse X most features hold only a few
+    non-zeros per node (LightGBM likewise skips features a leaf cannot split)."""
     node_count = node_sums[0]
+    # Counts are exact floats (integers): the test below is the scan's own rule.
+    fewest_outside_default = max(1.0, params[MIN_SAMPLES_LEAF])
     for j in range(n_candidates):
         f = candidates[j]
-        if hist[default_bin[f], 0] >= node_count:
+        if node_count - hist[default_bin[f], 0] < fewest_outside_default:
             feature_score[f] = NO_GAIN
             feature_bin[f] = -1
             feature_missing_left[f] = False
