@@ -93,6 +93,20 @@ def test_regressor_matches_dense(loss):
     _check_same_model(model, dense, score)
 
 
+def test_constraints_and_feature_sampling_match_dense():
+    """Monotonic and interaction constraints, per-tree and per-node feature draws: the
+    sparse grower takes the dense grower's rules and random draws."""
+    dense, score = _wide_sparse(seed=10, negative=True)
+    model = silva.GradientBoostingRegressor(
+        n_estimators=6, max_leaf_nodes=12, min_samples_leaf=3, colsample_bytree=0.8,
+        colsample_bynode=0.5, monotonic_constraints={0: 1, 1: -1},
+        interaction_constraints=[[0, 1, 2], [3, 4] + list(range(5, 60))], random_state=3)
+    from_sparse, *_ = _check_same_model(model, dense, score)
+    grid = np.zeros((9, dense.shape[1]))
+    grid[:, 0] = np.linspace(-3, 3, 9)
+    assert np.all(np.diff(from_sparse.predict(sp.csr_matrix(grid))) >= 0)
+
+
 def test_exclusive_and_overlapping_columns():
     """One-hot columns (never two non-zeros in a row: what exclusive feature bundling
     would merge) beside overlapping ones."""
