@@ -230,6 +230,14 @@ class IterationGrower:
             return list(pool.map(grow_one, range(len(draws))))
 
 
+# A sparse X grows on its stored entries (engine/gradient_sparse.py) when at most this
+# fraction of its values is stored; denser, on the dense workspace, as a dense X (the
+# same model, bit for bit). Measured, 20,000 x 400 counts, 30 trees of 31 leaves, grow
+# time sparse / dense on the shared 2-core machine: 0.07 / 0.51 s at 2% stored, 0.23 /
+# 0.42 at 20%, 0.59 / 0.63 at 35%; LightGBM calls a feature sparse from 80% zeros.
+SPARSE_GROWTH_MAX_DENSITY = 0.25
+
+
 # ------------------------------------------------------------------ sampling
 def goss_sample(grad, sample_weight, top_rate, other_rate, rng):
     """Gradient-based one-side sampling (Ke et al. 2017): ``(in_bag, weight)``.
@@ -379,7 +387,8 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     # A sparse X without row sampling grows on its stored entries
     # (engine/gradient_sparse.py), never on a dense code matrix. Row sampling updates the
     # out-of-bag rows' predictions from their codes, which only the dense workspace has.
-    sparse_growth = is_sparse(X) and not config.goss and config.subsample >= 1.0
+    sparse_growth = (is_sparse(X) and not config.goss and config.subsample >= 1.0
+                     and X.nnz <= SPARSE_GROWTH_MAX_DENSITY * n_samples * n_features)
     if sparse_growth:
         workspace = gradient_sparse.make_sparse_workspace(
             binner.sparse_entries(X), binner.n_value_bins_, binner.missing_bin_, n_samples,

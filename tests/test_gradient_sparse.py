@@ -152,6 +152,27 @@ def test_row_sampling_keeps_the_dense_path_bit_for_bit():
     assert dump_json(b) == tables
 
 
+def test_which_workspace_a_fit_takes(monkeypatch):
+    """A sparse X with at most SPARSE_GROWTH_MAX_DENSITY of its values stored grows on
+    its entries; a denser one (here every value stored) on the dense workspace, so its
+    model is the dense fit's bit for bit."""
+    built = []
+    make = gradient_sparse.make_sparse_workspace
+    monkeypatch.setattr(gradient_sparse, "make_sparse_workspace",
+                        lambda *args: built.append(args) or make(*args))
+    dense, score = _wide_sparse(seed=11)
+    y = (score > 0).astype(int)
+    model = silva.GradientBoostingClassifier(n_estimators=3)
+    clone(model).fit(sp.csr_matrix(dense), y)
+    assert len(built) == 1
+    X = np.random.default_rng(0).random((60, 8))
+    y = (X[:, 0] > 0.5).astype(int)
+    from_sparse = clone(model).set_params(min_samples_leaf=2).fit(sp.csr_matrix(X), y)
+    assert len(built) == 1
+    from_dense = clone(model).set_params(min_samples_leaf=2).fit(X, y)
+    assert dump_json(from_sparse) == dump_json(from_dense)
+
+
 def test_sparse_node_histogram_by_brute_force():
     """Every (feature, bin) sum of a node against a dense count over its samples, the
     default bins (by subtraction) included, and the sibling by subtraction."""

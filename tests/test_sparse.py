@@ -157,9 +157,11 @@ def _outputs(model, X):
     return out
 
 
-# Gradient boosting grows a sparse X on its stored entries (engine/gradient_sparse.py):
-# the same trees, with leaf values and predictions equal up to floating-point rounding
-# (a feature's default bin is the node's totals minus its other bins). A split of a pure
+# Gradient boosting grows a sparse X with at most a quarter of its values stored on its
+# entries (engine/gradient_sparse.py; _sparse_data stores 24-25%, on either side of that
+# line with the seed; tests/test_gradient_sparse.py tests that path on its own): the
+# same trees, with leaf values and predictions equal up to floating-point rounding (a
+# feature's default bin is the node's totals minus its other bins). A split of a pure
 # node gains 0 in exact arithmetic and a few 1e-15 either way after rounding, so the
 # boosting models compared here take min_split_gain=1e-9: no split gains only rounding.
 ROUNDED = {"boosting_classifier", "boosting_regressor", "voting"}
