@@ -384,10 +384,9 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     # The grower reads each sample's codes and statistics as one record (see
     # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
     n_bins = binner.missing_bin_ + 1
-    # A sparse X without row sampling grows on its stored entries
-    # (engine/gradient_sparse.py), never on a dense code matrix. Row sampling updates the
-    # out-of-bag rows' predictions from their codes, which only the dense workspace has.
-    sparse_growth = (is_sparse(X) and not config.goss and config.subsample >= 1.0
+    # A sparse X grows on its stored entries (engine/gradient_sparse.py), never on a
+    # dense code matrix, unless it stores so many values that the dense path is faster.
+    sparse_growth = (is_sparse(X)
                      and X.nnz <= SPARSE_GROWTH_MAX_DENSITY * n_samples * n_features)
     if sparse_growth:
         workspace = gradient_sparse.make_sparse_workspace(
@@ -486,7 +485,11 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                     add_leaf_values(raw, k, sample_indices, table, values)
                 finally:
                     numba.set_parallel_chunksize(chunksize)
-                if out_of_bag is not None and out_of_bag.size:
+                if out_of_bag is not None and out_of_bag.size and sparse_growth:
+                    gradient_sparse.add_leaf_values_sparse(
+                        raw, k, out_of_bag, workspace, table, bitsets,
+                        np.int64(binner.missing_bin_), values)
+                elif out_of_bag is not None and out_of_bag.size:
                     add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
                                            binner.missing_bin_, values)
                 tree = make_tree(table, bitsets, values, n_features, tree_categories)

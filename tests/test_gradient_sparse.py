@@ -139,17 +139,32 @@ def test_categorical_sparse_column_matches_dense():
     assert any(t.is_categorical.any() for trees in from_sparse.estimators_ for t in trees)
 
 
-def test_row_sampling_keeps_the_dense_path_bit_for_bit():
-    """subsample < 1 updates out-of-bag rows from their codes: the dense workspace,
-    and so the dense fit's model exactly."""
-    dense, score = _wide_sparse(seed=6)
+@pytest.mark.parametrize("sampling", [{"subsample": 0.7}, {"sampling": "goss"}])
+def test_row_sampling_matches_dense(sampling):
+    """Row sampling: the out-of-bag rows' predictions are updated by walking each tree
+    on their entries (gradient_sparse.add_leaf_values_sparse), which must give the dense
+    walk on their codes, and so the same next trees."""
+    dense, score = _wide_sparse(seed=6, n=900)
     y = (score > 0).astype(int)
-    model = silva.GradientBoostingClassifier(n_estimators=4, subsample=0.7, random_state=0)
-    a = model.fit(dense, y)
-    tables = dump_json(a)
-    b = silva.GradientBoostingClassifier(n_estimators=4, subsample=0.7,
-                                         random_state=0).fit(sp.csr_matrix(dense), y)
-    assert dump_json(b) == tables
+    model = silva.GradientBoostingClassifier(n_estimators=6, max_leaf_nodes=10,
+                                             min_samples_leaf=3, random_state=0, **sampling)
+    # Continuous weights: the first tree's gradients take two values, so splits of
+    # discrete columns would otherwise tie exactly (see the module docstring).
+    weight = np.random.default_rng(7).uniform(0.5, 2.0, size=y.shape[0])
+    from_sparse, *_ = _check_same_model(model, dense, y, sample_weight=weight)
+    assert from_sparse.n_iter_ == 6
+
+
+def test_sample_code_finds_every_code():
+    dense, _ = _wide_sparse(n=80, p=15, density=0.2, seed=12, negative=True, nan=True)
+    binner = Binner(255, np.zeros(15, dtype=bool)).fit(dense)
+    codes = binner.transform(dense)
+    workspace = gradient_sparse.make_sparse_workspace(
+        binner.sparse_entries(sp.csr_matrix(dense)), binner.n_value_bins_,
+        binner.missing_bin_, 80, 2)
+    found = np.array([[gradient_sparse.sample_code(workspace, s, f, binner.missing_bin_)
+                       for s in range(80)] for f in range(15)])
+    np.testing.assert_array_equal(found, codes)
 
 
 def test_which_workspace_a_fit_takes(monkeypatch):

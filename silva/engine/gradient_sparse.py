@@ -29,7 +29,10 @@ and of XGBoost's sparsity-aware split finding (Chen & Guestrin 2016, section 3.4
   others with :mod:`silva.engine.gradient_splitting`'s scans on the feature's slice;
 - a split's partition reads the split feature's codes from one scratch column of
   ``n_samples`` codes, filled with its default code and then its non-default entries
-  (:func:`fill_feature_column`), so no dense code matrix exists at all.
+  (:func:`fill_feature_column`), so no dense code matrix exists at all;
+- rows a tree was not grown on (row sampling's out-of-bag rows) walk it on their
+  entries, each code found by a binary search of the row's (sorted) entries
+  (:func:`sample_code`, :func:`add_leaf_values_sparse`).
 
 Per node the costs grow with the node's stored entries and with the total number of
 bins (a few per sparse feature), not with ``rows x features``.
@@ -48,6 +51,8 @@ from silva.engine.gradient_splitting import (
     scan_categorical,
     scan_numeric,
 )
+from silva.engine.nodes import LEAF
+from silva.engine.partition import goes_left
 
 #: The sparse grower's buffers for one fit (:func:`make_sparse_workspace`):
 #: ``bin_offsets`` (n_features + 1) int64, feature ``f``'s ragged bins (its value bins,
@@ -217,3 +222,49 @@ def find_best_sparse_split(hist, bin_offsets, default_bin, candidates, n_candida
         feature_missing_left[f] = missing_left
     return best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper,
                               constrained, feature_score, feature_bin, feature_missing_left)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def sample_code(workspace, sample, feature, missing_bin):
+    """Sample ``sample``'s bin code of feature ``feature`` (the binner's code, the
+    missing bin ``missing_bin`` included): its entry's, found by a binary search of the
+    row's entries (increasing flat bins, since each row's entries are in feature order),
+    or the feature's default code."""
+    row_bins = workspace.row_bins
+    first = workspace.bin_offsets[feature]
+    end_of_feature = workspace.bin_offsets[feature + 1]
+    lo = workspace.row_start[sample]
+    hi = workspace.row_start[sample + 1]
+    row_end = hi
+    while lo < hi:
+        middle = (lo + hi) >> 1
+        if row_bins[middle] < first:
+            lo = middle + 1
+        else:
+            hi = middle
+    if lo < row_end and row_bins[lo] < end_of_feature:
+        local = np.int64(row_bins[lo]) - first
+        # The last of a feature's ragged bins is its missing bin.
+        return np.int64(missing_bin) if local == end_of_feature - first - 1 else local
+    return np.int64(workspace.default_code[feature])
+
+
+@nb.njit(cache=True, error_model="numpy")
+def add_leaf_values_sparse(raw, column, rows, workspace, table, bitsets, missing_bin,
+                           leaf_values):
+    """``raw[s, column] += leaf_values[leaf of s]`` for ``s`` in ``rows`` (samples the tree
+    was not grown on), walking the tree on each sample's entries
+    (:func:`sample_code`): :func:`silva.engine.leaf_values.add_leaf_values_binned` on a
+    sparse workspace."""
+    for k in range(rows.shape[0]):
+        s = np.int64(rows[k])
+        node = 0
+        while table[node].left != LEAF:
+            row = table[node]
+            code = sample_code(workspace, s, np.int64(row.feature), missing_bin)
+            if goes_left(code, missing_bin, row.split_bin, row.missing_left,
+                         row.is_categorical, bitsets[node]):
+                node = row.left
+            else:
+                node = row.right
+        raw[s, column] += leaf_values[node]
