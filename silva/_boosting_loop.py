@@ -185,8 +185,6 @@ class IterationGrower:
              serial):
         """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
         sample_indices = in_bag.copy()
-        # The grower's parallel loops run over a few row blocks each: hand them out one
-        # at a time, so that a thread the OS stalls holds up one block, not half of them.
         statistics = gradient_histogram.GradientStatistics(
             grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
             np.bool_(self.two_lanes))
@@ -194,6 +192,8 @@ class IterationGrower:
             table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
                                             feature_mask, seed, statistics)
             return table, bitsets, sample_indices
+        # The grower's parallel loops run over a few row blocks each: hand them out one
+        # at a time, so that a thread the OS stalls holds up one block, not half of them.
         chunksize = numba.set_parallel_chunksize(1)
         try:
             table, bitsets = self.grow_tree(
@@ -381,8 +381,8 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     record = BoostingRecord() if record is None else record
     n_samples, n_features = X.shape
     n_outputs = loss.n_outputs
-    # The grower reads each sample's codes and statistics as one record (see
-    # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
+    # The dense grower reads each sample's codes and statistics as one record (see
+    # gradient_histogram.make_workspace); out-of-bag updates walk the trees on its codes.
     n_bins = binner.missing_bin_ + 1
     # A sparse X grows on its stored entries (engine/gradient_sparse.py), never on a
     # dense code matrix, unless it stores so many values that the dense path is faster.

@@ -773,8 +773,10 @@ class Binner:
         return out
 
     def sparse_entries(self, X):
-        """The non-default bin codes of a sparse ``X``, column by column, without a dense
-        code matrix: ``(column_start, column_rows, column_codes, default_code)``.
+        """The non-default bin codes of a canonical sparse ``X`` (sorted indices, no
+        duplicates, as :func:`silva._input.validate_sparse_X` gives it), column by column,
+        without a dense code matrix: ``(column_start, column_rows, column_codes,
+        default_code)``.
 
         A column's *default code* is the code of 0.0 (category 0 for a categorical
         column), which every implicit zero takes; its entries are the stored values
@@ -783,7 +785,6 @@ class Binner:
         codes in ``column_codes``. Together they are :meth:`transform`'s codes, entry
         for entry (:mod:`silva.engine.gradient_sparse` grows on them)."""
         columns = X.tocsc()
-        columns.sort_indices()
         n_features = X.shape[1]
         default_code = np.empty(n_features, dtype=self.dtype_)
         rows_parts, codes_parts = [], []

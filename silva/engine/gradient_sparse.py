@@ -3,17 +3,19 @@
 The dense layout of :mod:`silva.engine.gradient_histogram` gives every sample a record
 of all its bin codes, so that a histogram pass adds each sample to one bin of *every*
 feature: ``rows x features`` additions per pass, and the same bytes of memory, however
-few of the values are non-zero. Measured on 20,000 x 5,000 at 0.1% non-zeros (bench
-``benchmarks/bench_sparse.py``'s data): the root's pass took 55 ms of a tree's 200, and
-the children's passes most of the rest, for about 100 stored values per pass.
+few of the values are non-zero. Measured on 20,000 x 5,000 at 0.14% non-zeros
+(``benchmarks/bench_sparse.py``'s data, 7 stored values a row): the root's pass took
+55 ms of a tree's 207 (5,000 additions a row), the children's passes and the split
+search (0.9 ms a node, every feature scanned) the rest; here a tree takes about 12 ms.
 
 Here a sample is its list of *non-default* entries: for each feature, the *default*
 bin is the bin of the value 0.0 (where every implicit zero of a sparse column falls),
 and only the entries whose code differs from it are kept (the stored values, less those
-that fall in the default bin anyway). This is the sparse histogram construction of
-LightGBM (Ke et al. 2017, "LightGBM: A Highly Efficient Gradient Boosting Decision
-Tree", NeurIPS, section 3: "only the non-zero values are used to build the histogram")
-and of XGBoost's sparsity-aware split finding (Chen & Guestrin 2016, section 3.4):
+that fall in the default bin anyway). This is the idea of XGBoost's sparsity-aware
+split finding (Chen & Guestrin 2016, "XGBoost: A Scalable Tree Boosting System", KDD,
+section 3.4: visit only the non-missing entries, the rest as one default) and of
+LightGBM's sparse histograms (Ke et al. 2017, "LightGBM: A Highly Efficient Gradient
+Boosting Decision Tree", NeurIPS), with the zero bin in the role of the default:
 
 - a node's pass adds each of its samples' channels to the bins of its non-default
   entries only, and sums the node's channel totals; then each feature's default bin is
@@ -24,9 +26,10 @@ and of XGBoost's sparsity-aware split finding (Chen & Guestrin 2016, section 3.4
   then its missing bin, ``bin_offsets[f] <= e < bin_offsets[f + 1]`` in one flat
   ``(total_bins, 4)`` array, instead of ``(n_features, padded_bins, 4)``: zeroing,
   subtracting and scanning a node's histogram cost the bins the features have;
-- the split search (:func:`find_best_sparse_split`) skips a feature whose node samples
-  all share its default bin (no split of it can have two children), and scans the
-  others with :mod:`silva.engine.gradient_splitting`'s scans on the feature's slice;
+- the split search (:func:`find_best_sparse_split`) skips a feature with fewer than
+  ``min_samples_leaf`` (at least 1) of the node's samples outside its default bin
+  (every split of it leaves a child too small), and scans the others with
+  :mod:`silva.engine.gradient_splitting`'s scans on the feature's slice;
 - a split's partition reads the split feature's codes from one scratch column of
   ``n_samples`` codes, filled with its default code and then its non-default entries
   (:func:`fill_feature_column`), so no dense code matrix exists at all;
