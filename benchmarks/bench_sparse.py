@@ -16,10 +16,12 @@ iterations on the same data (numba compiles, caches load), so compilation is not
 counted.
 
 silva bins the sparse matrix column by column from its stored values (implicit zeros
-counted, not written), but grows on its dense code matrix, one byte per (row, feature):
-its fit memory and time grow with rows x features, where LightGBM's and XGBoost's
-sparse-aware histograms grow with the non-zeros. ``--forest`` adds silva's
-RandomForestClassifier against scikit-learn's (which splits sparse columns natively).
+counted, not written), and its gradient boosting grows on the entries that differ from
+each feature's bin of 0.0 (``silva/engine/gradient_sparse.py``: ragged histograms, each
+feature's default bin by subtraction), as LightGBM's and XGBoost's sparse-aware
+histograms do. ``--forest`` adds silva's RandomForestClassifier, which still grows on a
+dense code matrix (one byte per row and feature), against scikit-learn's (which splits
+sparse columns natively).
 
 Usage::
 

@@ -38,12 +38,13 @@ from silva import metrics
 from silva._progress import progress
 from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.engine import gradient_grower as gg
-from silva.engine import gradient_histogram, losses
+from silva.engine import gradient_histogram, gradient_sparse, losses
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
 from silva.engine.leaf_values import leaf_sums, leaf_updates
 from silva.engine.nodes import LEAF, decision_arrays
 from silva.engine.random import seed_from_random_state
+from silva.engine.sparse import is_sparse
 from silva.engine.tree import Tree
 
 
@@ -161,11 +162,18 @@ class IterationGrower:
     def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
         # Compile only the paths this fit takes: no parallel pass on one thread or below
         # the smallest node that one takes (see gradient_histogram's FEATURE_PARTS_MIN_ROWS
-        # and BLOCK_ROWS), no category scan without categorical features.
-        self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
-            *workspace.columns.shape)
-        self.grow_tree = gg.compiled_gradient_grower(
-            parallel=self.parallel, categorical=bool(data.is_categorical.any()))
+        # and BLOCK_ROWS), no category scan without categorical features. A sparse
+        # workspace has its own grower (serial, see gradient_sparse), which no dense fit
+        # compiles.
+        self.sparse = isinstance(workspace, gradient_sparse.SparseWorkspace)
+        if self.sparse:
+            self.parallel = False
+            self.grow_tree = gg.grow_sparse_gradient_tree
+        else:
+            self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
+                *workspace.columns.shape)
+            self.grow_tree = gg.compiled_gradient_grower(
+                parallel=self.parallel, categorical=bool(data.is_categorical.any()))
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
         self.two_lanes = two_lanes
@@ -177,23 +185,29 @@ class IterationGrower:
              serial):
         """One tree on gradient column ``column``: ``(table, bitsets, sample_indices)``."""
         sample_indices = in_bag.copy()
+        statistics = gradient_histogram.GradientStatistics(
+            grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
+            np.bool_(self.two_lanes))
+        if self.sparse:
+            table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
+                                            feature_mask, seed, statistics)
+            return table, bitsets, sample_indices
         # The grower's parallel loops run over a few row blocks each: hand them out one
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
         chunksize = numba.set_parallel_chunksize(1)
         try:
             table, bitsets = self.grow_tree(
                 workspace, self.data, self.rules, sample_indices, feature_mask, seed,
-                np.int64(1 if serial else numba.get_num_threads()),
-                gradient_histogram.GradientStatistics(
-                    grad, hess, np.int64(column), weight, np.bool_(self.use_hessian),
-                    np.bool_(self.two_lanes)))
+                np.int64(1 if serial else numba.get_num_threads()), statistics)
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
 
     def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
         """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
-        n_workers = min(self.n_threads, len(draws)) if parallel else 1
+        # The sparse grower's trees grow one after the other (its workspace is not
+        # cloned for threads; see gradient_sparse).
+        n_workers = min(self.n_threads, len(draws)) if parallel and not self.sparse else 1
         if n_workers == 1:
             return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
                               serial=False)
@@ -214,6 +228,14 @@ class IterationGrower:
 
         with ThreadPoolExecutor(n_workers) as pool:
             return list(pool.map(grow_one, range(len(draws))))
+
+
+# A sparse X grows on its stored entries (engine/gradient_sparse.py) when at most this
+# fraction of its values is stored; denser, on the dense workspace, as a dense X (the
+# same model, bit for bit). Measured, 20,000 x 400 counts, 30 trees of 31 leaves, grow
+# time sparse / dense on the shared 2-core machine: 0.07 / 0.51 s at 2% stored, 0.23 /
+# 0.42 at 20%, 0.59 / 0.63 at 35%; LightGBM calls a feature sparse from 80% zeros.
+SPARSE_GROWTH_MAX_DENSITY = 0.25
 
 
 # ------------------------------------------------------------------ sampling
@@ -359,13 +381,23 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     record = BoostingRecord() if record is None else record
     n_samples, n_features = X.shape
     n_outputs = loss.n_outputs
-    # The grower reads each sample's codes and statistics as one record (see
-    # gradient_grower.make_workspace); out-of-bag updates walk the trees on its codes.
+    # The dense grower reads each sample's codes and statistics as one record (see
+    # gradient_histogram.make_workspace); out-of-bag updates walk the trees on its codes.
     n_bins = binner.missing_bin_ + 1
-    workspace = gradient_histogram.make_workspace(
-        binner.transform(X), n_bins,
-        gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
-    codes = workspace.codes
+    # A sparse X grows on its stored entries (engine/gradient_sparse.py), never on a
+    # dense code matrix, unless it stores so many values that the dense path is faster.
+    sparse_growth = (is_sparse(X)
+                     and X.nnz <= SPARSE_GROWTH_MAX_DENSITY * n_samples * n_features)
+    if sparse_growth:
+        workspace = gradient_sparse.make_sparse_workspace(
+            binner.sparse_entries(X), binner.n_value_bins_, binner.missing_bin_, n_samples,
+            gradient_sparse.sparse_pool_slots(config.max_leaf_nodes))
+        codes = None
+    else:
+        workspace = gradient_histogram.make_workspace(
+            binner.transform(X), n_bins,
+            gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
+        codes = workspace.codes
     n_categories = binner.n_value_bins_[is_categorical].max(initial=1)
     n_words = max(1, (int(n_categories) + 63) // 64)
     tree_categories = np.where(is_categorical, binner.n_value_bins_, 0)
@@ -453,7 +485,11 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                     add_leaf_values(raw, k, sample_indices, table, values)
                 finally:
                     numba.set_parallel_chunksize(chunksize)
-                if out_of_bag is not None and out_of_bag.size:
+                if out_of_bag is not None and out_of_bag.size and sparse_growth:
+                    gradient_sparse.add_leaf_values_sparse(
+                        raw, k, out_of_bag, workspace, table, bitsets,
+                        np.int64(binner.missing_bin_), values)
+                elif out_of_bag is not None and out_of_bag.size:
                     add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
                                            binner.missing_bin_, values)
                 tree = make_tree(table, bitsets, values, n_features, tree_categories)

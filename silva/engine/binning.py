@@ -772,6 +772,44 @@ class Binner:
             out[f, rows] = np.where(missing, self.missing_bin_, codes)
         return out
 
+    def sparse_entries(self, X):
+        """The non-default bin codes of a canonical sparse ``X`` (sorted indices, no
+        duplicates, as :func:`silva._input.validate_sparse_X` gives it), column by column,
+        without a dense code matrix: ``(column_start, column_rows, column_codes,
+        default_code)``.
+
+        A column's *default code* is the code of 0.0 (category 0 for a categorical
+        column), which every implicit zero takes; its entries are the stored values
+        whose code differs from it (a NaN stored takes the missing bin), rows
+        increasing, in ``column_rows[column_start[f]:column_start[f + 1]]`` with their
+        codes in ``column_codes``. Together they are :meth:`transform`'s codes, entry
+        for entry (:mod:`silva.engine.gradient_sparse` grows on them)."""
+        columns = X.tocsc()
+        n_features = X.shape[1]
+        default_code = np.empty(n_features, dtype=self.dtype_)
+        rows_parts, codes_parts = [], []
+        column_start = np.zeros(n_features + 1, dtype=np.int64)
+        for f in range(n_features):
+            rows, values, _ = column_values(columns, f)
+            missing = np.isnan(values)
+            if self.is_categorical[f]:
+                default = 0
+                codes = np.where(missing, 0.0, values).astype(np.int64)
+            else:
+                default = np.searchsorted(self.bin_thresholds_[f], 0.0, side="left")
+                codes = np.searchsorted(self.bin_thresholds_[f], values, side="left")
+            codes = np.where(missing, self.missing_bin_, codes)
+            kept = codes != default
+            default_code[f] = default
+            rows_parts.append(rows[kept].astype(np.int32))
+            codes_parts.append(codes[kept].astype(self.dtype_))
+            column_start[f + 1] = column_start[f] + int(kept.sum())
+        column_rows = (np.concatenate(rows_parts) if rows_parts
+                       else np.empty(0, dtype=np.int32))
+        column_codes = (np.concatenate(codes_parts) if codes_parts
+                        else np.empty(0, dtype=self.dtype_))
+        return column_start, column_rows, column_codes, default_code
+
     def _fit(self, X, edge_rows, sorted_numeric):
         """:meth:`fit`; ``sorted_numeric``, when given, holds the numeric columns of
         ``X`` sorted (as :func:`_numeric_bins_numpy` takes them)."""

@@ -64,6 +64,12 @@ from silva.engine.gradient_histogram import (
     node_histogram,
     serial_node_histogram,
 )
+from silva.engine.gradient_sparse import (
+    feature_bins,
+    fill_feature_column,
+    find_best_sparse_split,
+    sparse_node_histogram,
+)
 from silva.engine.gradient_splitting import (
     L1,
     L2,
@@ -544,6 +550,179 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
                            pending[smaller].start, pending[smaller].end, n_features,
                            np.bool_(subtract), threads, statistics.two_lanes, statistics,
                            np.bool_(False))
+        n_pending = 2
+        parent = node
+        depth = row.depth + 1
+
+    table = table[:n_nodes].copy()
+    _leaf_samples(table, work_index, sample_indices)
+    return table, bitsets[:n_nodes].copy()
+
+
+@nb.njit(cache=True, error_model="numpy", nogil=True)
+def grow_sparse_gradient_tree(workspace, data, rules, sample_indices, feature_mask, seed,
+                              statistics):
+    """:func:`grow_gradient_tree` on a sparse workspace
+    (:class:`~silva.engine.gradient_sparse.SparseWorkspace`): the same steps, rules and
+    random draws, with ragged histograms summed from each sample's non-default entries
+    (:func:`~silva.engine.gradient_sparse.sparse_node_histogram`), the split search on
+    them (:func:`~silva.engine.gradient_sparse.find_best_sparse_split`), and the
+    partition reading the split feature's codes from a column filled for it. Serial:
+    a sparse pass adds a few entries per sample, too little work for a parallel region.
+
+    The tree is the dense grower's on the same data, up to floating-point rounding of
+    the sums (a feature's default bin is the node's totals minus its other bins, and
+    the dense passes over large nodes add row blocks' sums): a near-tie between two
+    candidate splits may then go the other way. Returns ``(table, bitsets)`` as
+    :func:`grow_gradient_tree` does.
+    """
+    histograms = workspace.histograms
+    work_index = workspace.index
+    bin_offsets = workspace.bin_offsets
+    default_bin = workspace.default_bin
+    n_features = data.n_value_bins.shape[0]
+    n_total = sample_indices.shape[0]
+    max_width = 1
+    for f in range(n_features):
+        max_width = max(max_width, bin_offsets[f + 1] - bin_offsets[f])
+    search = new_search_buffers(n_features, max_width, data.n_words, seed)
+    candidates = np.empty(n_features, dtype=np.int64)
+    feature_score = np.empty(n_features)
+    feature_bin = np.empty(n_features, dtype=np.int64)
+    feature_missing_left = np.empty(n_features, dtype=np.uint8)
+    feature_left = np.empty((n_features, 3))
+    feature_bitset = np.zeros((n_features, data.n_words), dtype=np.uint64)
+    n_search_candidates = np.zeros(2, dtype=np.int64)
+    unlimited_leaves = rules.max_leaf_nodes <= 0
+    order = BREADTH_FIRST if rules.depthwise else BEST_FIRST
+
+    capacity = 64
+    table = np.zeros(capacity, dtype=GRADIENT_NODE)
+    bitsets = np.zeros((capacity, data.n_words), dtype=np.uint64)
+    paths = np.zeros((capacity, n_features), dtype=np.uint8)
+    n_pool = histograms.shape[0] - 1
+    pool = histograms[:n_pool]
+    free_slots = list(range(n_pool - 1, -1, -1))
+    # The pool holds (n_slots, 1, total_bins, 4): one ragged histogram per slot, in the
+    # nodes module's slot books, which take one (feature, bin, channel) block per slot.
+    scratch_hist = histograms[n_pool, 0]
+    frontier, frontier_head = new_frontier()
+    pending, pending_sums = new_pending(N_CHANNELS)
+
+    copy_vector(work_index[0], sample_indices)
+    pending[0].end = n_total
+    pool, slot = take_slot(pool, free_slots)
+    sparse_node_histogram(pool[slot, 0], scratch_hist, workspace, work_index[0], np.int64(0),
+                          n_total, np.bool_(False), statistics, np.bool_(True),
+                          pending_sums[0])
+    pending[0].slot = slot
+    pending[0].needs_histogram = True
+    n_pending = 1
+    n_value_bins = data.n_value_bins
+    is_categorical = data.is_categorical
+    missing_bin = data.missing_bin
+    bin_thresholds = data.bin_thresholds
+    params = rules.params
+    monotonic = rules.monotonic
+    interaction_sets = rules.interaction_sets
+    features_per_node = rules.features_per_node
+    max_depth = rules.max_depth
+    max_leaf_nodes = rules.max_leaf_nodes
+    constrained = _is_constrained(rules)
+    column = workspace.column
+    scan_scratch = search.scan_scratch
+    rng_state = search.rng_state
+    child_sums = np.empty(N_CHANNELS)
+    parent = -1
+    depth = 0
+    n_nodes = 0
+    n_leaves = 1
+    while True:
+        first_new = n_nodes
+        n_nodes += n_pending
+        table = grow_records(table, n_nodes)
+        bitsets = grow_rows(bitsets, n_nodes)
+        paths = grow_rows(paths, n_nodes)
+        for p in range(n_pending):
+            node = first_new + p
+            row = table[node]
+            if parent >= 0:
+                if p == 0:
+                    table[parent].left = node
+                else:
+                    table[parent].right = node
+                copy_vector(paths[node], paths[parent])
+                paths[node, table[parent].feature] = 1
+            row.start = pending[p].start
+            row.end = pending[p].end
+            row.depth = depth
+            row.lower = pending[p].lower
+            row.upper = pending[p].upper
+            row.hist_slot = pending[p].slot
+            row.data_half = pending[p].half
+            _fill_node(row, pending_sums[p], params)
+            # The candidates are drawn node by node, in order, as the dense grower draws
+            # them; each node is then searched at once (there is no pair search).
+            n_search_candidates[p] = -1
+            if pending[p].needs_histogram and row.hist_slot >= 0:
+                n_search_candidates[p] = node_candidates(
+                    paths[node], feature_mask, interaction_sets, features_per_node,
+                    rng_state, candidates)
+            opened = False
+            if n_search_candidates[p] >= 0:
+                hist = pool[row.hist_slot, 0]
+                gain, feature, split_bin, missing_left = find_best_sparse_split(
+                    hist, bin_offsets, default_bin, candidates, n_search_candidates[p],
+                    n_value_bins, is_categorical, monotonic, pending_sums[p], params,
+                    row.lower, row.upper, constrained, feature_score, feature_bin,
+                    feature_missing_left, feature_left, feature_bitset, scan_scratch)
+                if feature >= 0 and gain > 0.0:
+                    hist_f, local_missing = feature_bins(hist, bin_offsets, feature)
+                    row.split_gain = gain
+                    row.split_feature = feature
+                    row.split_bin = split_bin
+                    row.split_missing_left = missing_left
+                    row.left_weight = left_weight(
+                        hist_f, n_value_bins[feature], local_missing, split_bin,
+                        missing_left, is_categorical[feature] != 0,
+                        feature_bitset[feature])
+                    row.left_gradient = feature_left[feature, 1]
+                    row.left_hessian = feature_left[feature, 2]
+                    if is_categorical[feature]:
+                        copy_vector(bitsets[node], feature_bitset[feature])
+                    opened = True
+            if opened:
+                push_frontier(frontier, frontier_head, order, row.split_gain, node)
+            else:
+                release_slot(row, free_slots)
+
+        if not unlimited_leaves and n_leaves >= max_leaf_nodes:
+            break
+        node = pop_frontier(frontier, frontier_head, order)
+        if node < 0:
+            break
+        n_leaves += 1
+        row = table[node]
+        _apply_split(row, is_categorical, bin_thresholds)
+        fill_feature_column(column, workspace, row.feature)
+        n_left = partition(column, work_index, row.data_half, row.start, row.end,
+                           missing_bin, row.split_bin, row.missing_left,
+                           row.is_categorical, bitsets[node])
+        children_half = 1 - row.data_half
+        _set_children(pending, pending_sums, row, n_left, children_half, params, monotonic,
+                      max_depth, unlimited_leaves or n_leaves < max_leaf_nodes)
+
+        parent_slot = row.hist_slot
+        row.hist_slot = -1
+        pool, smaller, target, subtract = schedule_children_histograms(
+            pending, n_left, row.end - row.start - n_left, parent_slot, pool, free_slots)
+        if target != NO_HISTOGRAM:
+            sparse_node_histogram(scratch_hist if target == SCRATCH else pool[target, 0],
+                                  pool[parent_slot, 0] if subtract else scratch_hist,
+                                  workspace, work_index[children_half],
+                                  pending[smaller].start, pending[smaller].end,
+                                  np.bool_(subtract), statistics, np.bool_(False),
+                                  child_sums)
         n_pending = 2
         parent = node
         depth = row.depth + 1
