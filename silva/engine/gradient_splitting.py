@@ -41,7 +41,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS
-from silva.engine.specialize import specialize
+from silva.engine.specialize import specialize, specialize_options
 
 NO_GAIN = -np.inf
 # Bound to False in the copy numeric_split_finder() makes, which compiles no category
@@ -164,7 +164,7 @@ def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
         scores[b] = score if valid else NO_GAIN
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
 def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
                  constrained, best_left, scratch):
     """Best threshold of one numeric feature.
@@ -380,8 +380,11 @@ def _numeric_feature_scan():
 
 def numeric_split_finder():
     """:func:`find_best_split` compiled without the category scan, for fits without
-    categorical features (a cold first fit then compiles no category ordering)."""
-    return specialize(find_best_split, "numeric", _scan_feature=_numeric_feature_scan())
+    categorical features (a cold first fit then compiles no category ordering), and
+    without reference counting: without the category scan it allocates nothing, and its
+    per-feature views cost an atomic pair each otherwise (see :func:`scan_numeric`)."""
+    return specialize_options(find_best_split, "numeric", {"_nrt": False},
+                              _scan_feature=_numeric_feature_scan())
 
 
 def numeric_pair_scanner():

@@ -39,6 +39,12 @@ def specialize(dispatcher, suffix, **bindings):
     return _copy(dispatcher, suffix, bindings, {})
 
 
+def specialize_options(dispatcher, suffix, options, **bindings):
+    """:func:`specialize` with some compile ``options`` changed (e.g. ``{"_nrt": False}``
+    for a copy that allocates nothing); ``suffix`` must identify them too."""
+    return _copy(dispatcher, suffix, bindings, options)
+
+
 def serial_copy(dispatcher, **bindings):
     """:func:`specialize` under the suffix ``serial``, compiled without ``parallel``:
     its ``prange`` loops run as ``range`` loops, in the calling thread. For inputs too
