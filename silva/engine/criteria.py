@@ -138,7 +138,7 @@ def node_weight(criterion, sums):
     return sums[1]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
 def impurity(criterion, sums):
     """Impurity of a node from its channel sums (absolute_error: see module docstring)."""
     weight = node_weight(criterion, sums)
@@ -171,7 +171,7 @@ def impurity(criterion, sums):
     return max(sums[3] / weight - mean * mean, 0.0)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
 def improvement(criterion, parent, left, right, parent_impurity, root_weight):
     """Weighted impurity decrease of splitting ``parent`` into ``left`` and ``right``.
 
@@ -357,7 +357,7 @@ def poisson_proxy(left, parent, min_weight):
             + right_sum * np.log(right_sum / right_weight))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
 def leaf_value(criterion, sums, out):
     """Write a leaf's prediction: class fractions, or the weighted mean of y."""
     weight = node_weight(criterion, sums)
