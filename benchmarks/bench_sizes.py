@@ -52,9 +52,9 @@ from pathlib import Path
 
 import numpy as np
 from _machine import command_line, machine_line, utc_now
+from bench_boosting import SHAPES, Shape, available, boosting_target, faster_peer
 from bench_boosting import _data as synthetic_data
 from bench_boosting import _models as boosting_models
-from bench_boosting import available, boosting_target, faster_peer
 
 RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 SIZES = [1_000, 2_000, 5_000, 20_000, 100_000, 1_000_000]
@@ -168,12 +168,14 @@ class Dataset:
     name: str
     task: str
     n_rows: int  # train and test together: the size the targets speak of
+    n_features: int = 28  # of the synthetic data (14 of them informative)
 
 
 def datasets(args):
     """The real sets asked for (small first), then the synthetic ones by size."""
     out = [Dataset(name, REAL_SETS[name], 0) for name in args.real_sets]
-    out += [Dataset(f"{task} {size:,}", task, size)
+    width = "" if args.features == 28 else f" x {args.features:,}"
+    out += [Dataset(f"{task} {size:,}{width}", task, size, args.features)
             for size in sorted(args.sizes) for task in args.tasks]
     return out
 
@@ -181,7 +183,9 @@ def datasets(args):
 def write_data(dataset, directory):
     """Write the dataset's train/test split as .npy files; return it with its row count."""
     if dataset.n_rows:
-        parts = synthetic_data(dataset.task, dataset.n_rows)
+        shape = (SHAPES["base"] if dataset.n_features == 28 else
+                 Shape(f"features-{dataset.n_features}", "", n_features=dataset.n_features))
+        parts = synthetic_data(dataset.task, dataset.n_rows, shape)
     else:
         from sklearn import datasets as sk_datasets
         from sklearn.model_selection import train_test_split
@@ -286,6 +290,9 @@ def parse_args(argv=None):
                         help="synthetic tasks (none: only the real sets)")
     parser.add_argument("--real-sets", nargs="*", choices=list(REAL_SETS),
                         default=list(REAL_SETS), help="scikit-learn's sets (none: skip them)")
+    parser.add_argument("--features", type=int, default=28,
+                        help="columns of the synthetic data (14 informative): wide data, "
+                             "where a forest draws few of many features per node")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="threads for every library")
     parser.add_argument("--repeat", type=int, default=3,
