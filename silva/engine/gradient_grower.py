@@ -93,6 +93,7 @@ from silva.engine.nodes import (
     UNDEFINED,
     grow_records,
     grow_rows,
+    link_child,
     new_frontier,
     new_pending,
     pop_frontier,
@@ -258,6 +259,29 @@ def _fill_node(row, sums, params):
     row.value = leaf_output(sums[1], sums[2], params[L1], params[L2],
                             params[MAX_DELTA_STEP], row.lower, row.upper)
     row.split_gain = -np.inf
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _open_pending_node(table, paths, node, parent, is_left, pending_node, sums, depth,
+                       params):
+    """Make the pending node ``pending_node`` (its range, bounds, histogram slot and data
+    half) row ``node`` of ``table`` at ``depth``, the left (``is_left``) or right child of
+    ``parent`` (-1: the root): linked to it, its path of features the parent's plus the
+    parent's split feature, filled from its channel ``sums`` (:func:`_fill_node`).
+    Shared by the dense and the sparse grower."""
+    row = table[node]
+    if parent >= 0:
+        link_child(table, parent, node, is_left)
+        copy_vector(paths[node], paths[parent])
+        paths[node, table[parent].feature] = 1
+    row.start = pending_node.start
+    row.end = pending_node.end
+    row.depth = depth
+    row.lower = pending_node.lower
+    row.upper = pending_node.upper
+    row.hist_slot = pending_node.slot
+    row.data_half = pending_node.half
+    _fill_node(row, sums, params)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -458,22 +482,9 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
         paths = grow_rows(paths, n_nodes)
         for p in range(n_pending):
             node = first_new + p
+            _open_pending_node(table, paths, node, parent, p == 0, pending[p], pending_sums[p],
+                               depth, params)
             row = table[node]
-            if parent >= 0:
-                if p == 0:
-                    table[parent].left = node
-                else:
-                    table[parent].right = node
-                copy_vector(paths[node], paths[parent])
-                paths[node, table[parent].feature] = 1
-            row.start = pending[p].start
-            row.end = pending[p].end
-            row.depth = depth
-            row.lower = pending[p].lower
-            row.upper = pending[p].upper
-            row.hist_slot = pending[p].slot
-            row.data_half = pending[p].half
-            _fill_node(row, pending_sums[p], params)
             # The candidates are drawn node by node, in order (they draw from rng_state).
             n_search_candidates[p] = -1  # no search: the node stays a leaf
             if pending[p].needs_histogram and row.hist_slot >= 0:
@@ -645,22 +656,9 @@ def grow_sparse_gradient_tree(workspace, data, rules, sample_indices, feature_ma
         paths = grow_rows(paths, n_nodes)
         for p in range(n_pending):
             node = first_new + p
+            _open_pending_node(table, paths, node, parent, p == 0, pending[p], pending_sums[p],
+                               depth, params)
             row = table[node]
-            if parent >= 0:
-                if p == 0:
-                    table[parent].left = node
-                else:
-                    table[parent].right = node
-                copy_vector(paths[node], paths[parent])
-                paths[node, table[parent].feature] = 1
-            row.start = pending[p].start
-            row.end = pending[p].end
-            row.depth = depth
-            row.lower = pending[p].lower
-            row.upper = pending[p].upper
-            row.hist_slot = pending[p].slot
-            row.data_half = pending[p].half
-            _fill_node(row, pending_sums[p], params)
             # The candidates are drawn node by node, in order, as the dense grower draws
             # them; each node is then searched at once (there is no pair search).
             n_search_candidates[p] = -1

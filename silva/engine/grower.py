@@ -58,6 +58,7 @@ from silva.engine.nodes import (
     aligned_histograms,
     grow_records,
     grow_rows,
+    link_child,
     new_frontier,
     new_pending,
     pop_frontier,
@@ -469,10 +470,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
             node = first_new + p
             row = table[node]
             if parent >= 0:
-                if p == 0:
-                    table[parent].left = node
-                else:
-                    table[parent].right = node
+                link_child(table, parent, node, p == 0)
             row.start = pending[p].start
             row.end = pending[p].end
             row.depth = depth

@@ -126,6 +126,15 @@ def new_pending(n_channels):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def link_child(table, parent, node, is_left):
+    """Make ``node`` the left (``is_left``) or right child of ``parent``."""
+    if is_left:
+        table[parent].left = node
+    else:
+        table[parent].right = node
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def grow_records(table, n_rows):
     """``table`` with room for ``n_rows`` records: itself, or a copy of twice the capacity
     (or ``n_rows``), the new records zeroed."""
