@@ -21,7 +21,15 @@ weight 1 (the sum of the trees of that class).
 import numba as nb
 import numpy as np
 
-from silva.engine.sparse import block_rows, dense_row_blocks, is_sparse, rowwise
+from silva.engine.sparse import (
+    block_rows,
+    csr_rows,
+    dense_row_blocks,
+    is_sparse,
+    rowwise,
+    stored_value,
+    walks_rows,
+)
 from silva.engine.specialize import serial_copy
 from silva.engine.tree import Tree
 
@@ -214,6 +222,91 @@ def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value,
             _block_leaves(X, first, last, node_offset[t], walk, bitsets, block_leaves)
             for i in range(first, last):
                 leaf = block_leaves[i - first]
+                for k in range(n_values):
+                    out[i, column + k] += weight * value[leaf, k]
+
+
+# ------------------------------------------------------- walks over sparse CSR rows
+# Separate kernels, compiled only when a sparse X is predicted (a dense predict never
+# names them). Each mirrors its dense kernel above with the split's value read from the
+# row's stored entries (silva.engine.sparse.stored_value), so leaves and sums are the
+# dense ones bit for bit: every row adds its trees in the same order.
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _row_leaf(indices, data, start, stop, offset, walk, bitsets):
+    """Packed row of the leaf reached, in the tree rooted at ``offset``, by the sparse
+    row whose entries are ``indices[start:stop]``/``data[start:stop]``; the decisions of
+    :func:`_leaf` (an unstored column is 0.0, a stored NaN missing)."""
+    node = offset
+    while True:
+        record = walk[node]
+        left = record.left
+        if offset + left < node:  # a leaf (see WALK_DTYPE)
+            return node
+        flags = record.feature_flags
+        x = stored_value(indices, data, start, stop, flags & FEATURE_MASK)
+        missing_left = (flags >> MISSING_LEFT_BIT) != 0
+        if np.isnan(x):
+            go_left = missing_left
+        elif (flags >> CATEGORICAL_BIT) & 1:
+            n_codes = bitsets.shape[1] * 64
+            if x < 0 or x >= n_codes or x != np.floor(x):
+                go_left = missing_left
+            else:
+                code = np.int64(x)
+                word = bitsets[node, code >> 6]
+                go_left = (word >> np.uint64(code & 63)) & np.uint64(1) != 0
+        else:
+            go_left = x <= record.threshold
+        node = offset + (left if go_left else left + 1)
+
+
+@nb.njit(cache=True, error_model="numpy", parallel=True)
+def _apply_packed_rows(indptr, indices, data, first_tree, last_tree, node_offset, walk,
+                       bitsets, block_rows):
+    """:func:`_apply_packed` over the CSR rows of a sparse X."""
+    n_rows = indptr.shape[0] - 1
+    leaves = np.empty((n_rows, last_tree - first_tree), dtype=np.int64)
+    n_blocks = (n_rows + block_rows - 1) // block_rows
+    for b in nb.prange(n_blocks):
+        first = min(n_rows, b * block_rows)
+        last = min(n_rows, first + block_rows)
+        for t in range(first_tree, last_tree):
+            offset = node_offset[t]
+            for i in range(first, last):
+                leaf = _row_leaf(indices, data, indptr[i], indptr[i + 1], offset, walk,
+                                 bitsets)
+                leaves[i, t - first_tree] = leaf - offset
+    return leaves
+
+
+@nb.njit(cache=True, error_model="numpy", parallel=True)
+def _predict_packed_rows(indptr, indices, data, first_tree, last_tree, node_offset, walk,
+                         bitsets, value, tree_weight, output_column, out, block_rows):
+    """:func:`_predict_packed` over the CSR rows of a sparse X: the same sums, in the
+    same order per row (tree after tree), so the same bits.
+
+    One walk after another: unlike the dense kernel's eight interleaved walks
+    (:func:`_leaves8`), interleaving eight sparse walks was slower (0.41 against 0.33 s,
+    100 trees of 31 leaves, 20,000 rows of 20,000 features, 22 stored a row), since
+    each round waits for the longest of eight binary searches and paths.
+    """
+    n_values = value.shape[1]
+    n_rows = indptr.shape[0] - 1
+    n_blocks = (n_rows + block_rows - 1) // block_rows
+    for b in nb.prange(n_blocks):
+        first = min(n_rows, b * block_rows)
+        last = min(n_rows, first + block_rows)
+        # Tree-major inside a block, as the dense kernel: a tree's nodes stay in cache
+        # while the block's rows walk it.
+        for t in range(first_tree, last_tree):
+            column = output_column[t]
+            weight = tree_weight[t]
+            offset = node_offset[t]
+            for i in range(first, last):
+                leaf = _row_leaf(indices, data, indptr[i], indptr[i + 1], offset, walk,
+                                 bitsets)
                 for k in range(n_values):
                     out[i, column + k] += weight * value[leaf, k]
 
@@ -605,7 +698,13 @@ class PackedTrees:
                              f"({first}, {last}).")
         return int(first), int(last)
 
-    @rowwise
+    def _apply_rows(self, rows, tree_range=None):
+        """:meth:`apply` on a sparse X's :class:`~silva.engine.sparse.CsrRows`."""
+        first, last = self._tree_range(tree_range)
+        return _apply_packed_rows(*rows, first, last, *self._kernel_arrays(),
+                                  _block_rows(rows.n_rows))
+
+    @rowwise(walk=_apply_rows)
     def apply(self, X, tree_range=None):
         """Leaf id (within its own tree) of each row in each tree: (n_rows, n_trees)."""
         first, last = self._tree_range(tree_range)
@@ -634,6 +733,11 @@ class PackedTrees:
                 n_outputs = int(self.output_column.max()) + self.n_values
             out = np.zeros((X.shape[0], n_outputs))
         if is_sparse(X):
+            if walks_rows(X):
+                _predict_packed_rows(*csr_rows(X), first, last, *self._kernel_arrays(),
+                                     self.value, self.tree_weight, self.output_column, out,
+                                     _block_rows(X.shape[0]))
+                return out
             # Each dense block of rows adds its sums to its own rows of ``out``.
             for start, stop, block in dense_row_blocks(X):
                 self.predict(block, n_outputs, tree_range, out[start:stop])

@@ -26,7 +26,7 @@ import numpy as np
 import scipy.sparse
 
 from silva.engine.nodes import decision_arrays
-from silva.engine.sparse import rowwise, vstack_sparse
+from silva.engine.sparse import rowwise, stored_value, vstack_sparse
 from silva.engine.tree_interface import Split
 
 
@@ -108,6 +108,53 @@ def apply_tree_serial(X, children_left, children_right, feature, threshold, miss
                 left = x <= threshold[node]
             node = children_left[node] if left else children_right[node]
         leaves[i] = node
+    return leaves
+
+
+@nb.njit(cache=True, error_model="numpy")
+def apply_tree_rows(indptr, indices, data, first, last, children_left, children_right,
+                    feature, threshold, missing_go_left, is_categorical, bitsets, leaves):
+    """``leaves[i]`` = the leaf reached by row ``i`` of a sparse X given as CSR arrays
+    (:class:`silva.engine.sparse.CsrRows`), for rows ``first..last-1``.
+
+    The decisions of :func:`apply_tree_serial`, with each split's value read from the
+    row's stored entries (:func:`silva.engine.sparse.stored_value`: an unstored column is
+    0.0, a stored NaN missing), so the leaves are those of the dense ``X.toarray()``.
+    Written out in full for the reason given there (no inlined helper taking arrays).
+    """
+    n_codes = bitsets.shape[1] * 64
+    for i in range(first, last):
+        start = indptr[i]
+        stop = indptr[i + 1]
+        node = 0
+        while children_left[node] != -1:
+            x = stored_value(indices, data, start, stop, feature[node])
+            if np.isnan(x):
+                left = missing_go_left[node] != 0
+            elif is_categorical[node]:
+                if x < 0 or x >= n_codes or x != np.floor(x):
+                    left = missing_go_left[node] != 0
+                else:
+                    code = np.int64(x)
+                    left = (bitsets[node, code >> 6] >> np.uint64(code & 63)) & np.uint64(1) != 0
+            else:
+                left = x <= threshold[node]
+            node = children_left[node] if left else children_right[node]
+        leaves[i] = node
+
+
+@nb.njit(cache=True, error_model="numpy", parallel=True)
+def apply_tree_rows_parallel(indptr, indices, data, children_left, children_right, feature,
+                             threshold, missing_go_left, is_categorical, bitsets, block_rows):
+    """:func:`apply_tree_rows` over all rows, parallel over blocks of ``block_rows``."""
+    n_rows = indptr.shape[0] - 1
+    leaves = np.empty(n_rows, dtype=np.int64)
+    n_blocks = (n_rows + block_rows - 1) // block_rows
+    for b in nb.prange(n_blocks):
+        first = b * block_rows
+        last = min(n_rows, first + block_rows)
+        apply_tree_rows(indptr, indices, data, first, last, children_left, children_right,
+                        feature, threshold, missing_go_left, is_categorical, bitsets, leaves)
     return leaves
 
 
@@ -270,10 +317,21 @@ class Tree:
         return (self.children_left, self.children_right, self.feature, self.threshold,
                 self.missing_go_to_left, self.is_categorical, self.category_bitsets)
 
-    @rowwise
+    def _apply_rows(self, rows):
+        """:meth:`apply` on a sparse X's :class:`~silva.engine.sparse.CsrRows`."""
+        n_rows = rows.n_rows
+        if n_rows >= PARALLEL_MIN_ROWS:
+            return apply_tree_rows_parallel(*rows, *self._kernel_arrays(),
+                                            PARALLEL_MIN_ROWS)
+        leaves = np.empty(n_rows, dtype=np.int64)
+        apply_tree_rows(*rows, 0, n_rows, *self._kernel_arrays(), leaves)
+        return leaves
+
+    @rowwise(walk=_apply_rows)
     def apply(self, X):
-        """Leaf id of each row of X (float64, validated; or sparse, walked in dense
-        blocks of rows)."""
+        """Leaf id of each row of X (float64, validated; or sparse: its CSR rows walked,
+        or dense blocks of its rows where it stores many values, see
+        :func:`silva.engine.sparse.rowwise`)."""
         kernel = apply_tree if X.shape[0] >= PARALLEL_MIN_ROWS else apply_tree_serial
         return kernel(X, *self._kernel_arrays())
 
