@@ -9,21 +9,22 @@ every model fitted on it equals the model fitted on the dense array.
   stored values plus the *count* of its implicit zeros (:func:`column_values`), so an
   implicit zero costs nothing per stored value. The bin codes are the engine's dense code
   matrix (uint8 or uint16, ``n_features x n_samples``), written column by column.
-- Prediction reads a sparse X in one of two ways (:func:`rowwise`):
-
-  - where at most :data:`ROW_WALK_MAX_STORED_FRACTION` of its values are stored, the
-    trees are walked over its CSR rows directly (:func:`csr_rows`, :func:`stored_value`):
-    a split reads its feature's value by binary search among the row's sorted column
-    indices, an absent column being an implicit 0.0. The walk costs what the stored
-    entries and the nodes visited cost, not rows x features. The compiled walks live
-    beside the dense ones they mirror (``engine/ensemble.py``, ``engine/tree.py``) and
-    are separate functions, so a dense predict never compiles them;
-  - denser input is walked in dense blocks of at most :data:`BLOCK_VALUES` values (rows
-    x features) through the dense kernels (:func:`dense_row_blocks`): the memory of one
-    block, not of the whole matrix.
-
-  Both give the dense predict's results bit for bit: the same values reach the same
-  comparisons, and every row adds its trees in the same order.
+- Prediction walks the trees over the CSR rows of a sparse X (:func:`csr_rows`), in
+  compiled kernels of their own beside the dense ones they mirror
+  (``engine/ensemble.py``, "Scattered rows"; ``engine/tree.py``), so a dense predict
+  never compiles them. A few rows at a time are scattered into a zeroed dense scratch
+  (each stored entry at its column), walked by the dense walk and zeroed again: a row
+  costs its stored entries, not its width. Rows wider than :data:`MAX_SCATTER_COLUMNS`,
+  and a single tree's few rows, are walked by a binary search of each split's feature
+  among the row's sorted columns instead (:func:`stored_value`). Either way the results
+  are the dense array's bit for bit: the same values reach the same comparisons, and
+  every row adds its trees in the same order.
+- Methods without a row walk (decision paths, quantile forests, ID3/C4.5 trees, SHAP
+  values) read dense blocks of at most :data:`BLOCK_VALUES` values (rows x features)
+  through the dense kernels (:func:`dense_row_blocks`, :func:`rowwise`): the memory of
+  one block, not of the whole matrix. The scattered walk was faster than dense blocks
+  at every stored fraction measured, from 0.1% to 96% (benchmarks/RESULTS.md,
+  "sparse predict"), so the row walks take every sparse X.
 """
 
 import functools
@@ -37,14 +38,11 @@ import numpy as np
 # still reaches the parallel kernels in blocks of useful size.
 BLOCK_VALUES = 1 << 21
 MIN_BLOCK_ROWS = 64
-# Above this fraction of stored values, predicting from dense blocks is faster than
-# walking the CSR rows: a dense block costs rows x features to fill (and a wide row
-# misses the cache at every node), the row walk a binary search per node visited. A
-# 100-tree boosting model (31 leaves) on 5,000 rows, dense blocks' time over the walk's
-# (shared machine, best of 3, benchmarks/RESULTS.md "sparse predict"): 2.2-2.3 at
-# 0.11-0.21% stored (2,000-20,000 columns), 0.93 at 0.20% of 2,000 columns, 0.71 at
-# 0.34% of 5,000, 1.15 at 0.51% of 20,000, 0.6-0.8 at 0.6-2%, 0.3 at 5-40% of 200.
-ROW_WALK_MAX_STORED_FRACTION = 0.0025
+# Rows are walked scattered into a zeroed dense scratch (engine/ensemble.py, "Scattered
+# rows") up to this many columns; wider ones by a binary search of each split's feature
+# among the row's entries (stored_value), since a scratch of one row would be 8 MiB or
+# more to zero per parallel block, which a few rows would not repay.
+MAX_SCATTER_COLUMNS = 1 << 20
 
 
 def is_sparse(X):
@@ -80,15 +78,21 @@ def dense_row_blocks(X):
 class CsrRows(NamedTuple):
     """A sparse X's rows for the compiled row walks: canonical CSR arrays (each row's
     column indices sorted and distinct), row ``i`` storing ``data[indptr[i]:indptr[i+1]]``
-    at columns ``indices[indptr[i]:indptr[i+1]]``. One dtype each (int64, int32,
-    float64), so that every walk compiles once."""
+    at columns ``indices[indptr[i]:indptr[i+1]]``, of X's ``n_columns``. One dtype each
+    (int64, int32, float64), so that every walk compiles once."""
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
+    n_columns: int
 
     @property
     def n_rows(self):
         return self.indptr.shape[0] - 1
+
+    @property
+    def arrays(self):
+        """``(indptr, indices, data)``, the kernels' first arguments."""
+        return self.indptr, self.indices, self.data
 
 
 def csr_rows(X):
@@ -104,19 +108,7 @@ def csr_rows(X):
     # Column indices below 2**31: PackedTrees refuses more than 2**30 features.
     return CsrRows(np.ascontiguousarray(X.indptr, dtype=np.int64),
                    np.ascontiguousarray(indices, dtype=np.int32),
-                   np.ascontiguousarray(data, dtype=np.float64))
-
-
-def stored_fraction(X):
-    """Stored entries of sparse ``X`` per value (rows x features); 0 for an empty X."""
-    size = X.shape[0] * X.shape[1]
-    return X.nnz / size if size else 0.0
-
-
-def walks_rows(X):
-    """True when predicting from sparse ``X`` should walk its CSR rows rather than dense
-    blocks (see :data:`ROW_WALK_MAX_STORED_FRACTION`)."""
-    return stored_fraction(X) <= ROW_WALK_MAX_STORED_FRACTION
+                   np.ascontiguousarray(data, dtype=np.float64), int(X.shape[1]))
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -154,9 +146,8 @@ def rowwise(method=None, *, stack=np.concatenate, walk=None):
     through, unchanged.
 
     A sparse X is given to ``walk(self, rows, ...)`` with ``rows`` its :class:`CsrRows`
-    when ``walk`` is given and :func:`walks_rows` chooses it; otherwise it is walked in
-    dense blocks of rows and the blocks' results are joined by ``stack`` (a list of
-    results -> one)."""
+    when ``walk`` is given; otherwise it is walked in dense blocks of rows and the
+    blocks' results are joined by ``stack`` (a list of results -> one)."""
     def decorate(function):
         @functools.wraps(function)
         def wrapper(self, X, *args, **kwargs):
@@ -164,7 +155,7 @@ def rowwise(method=None, *, stack=np.concatenate, walk=None):
             # wrapper should add as little to it as it can.
             if type(X) is np.ndarray or not is_sparse(X):
                 return function(self, X, *args, **kwargs)
-            if walk is not None and walks_rows(X):
+            if walk is not None:
                 return walk(self, csr_rows(X), *args, **kwargs)
             parts = [function(self, block, *args, **kwargs)
                      for _, _, block in dense_row_blocks(X)]

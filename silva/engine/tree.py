@@ -25,6 +25,7 @@ import numba as nb
 import numpy as np
 import scipy.sparse
 
+from silva.engine import sparse as sparse_module
 from silva.engine.nodes import decision_arrays
 from silva.engine.sparse import rowwise, stored_value, vstack_sparse
 from silva.engine.tree_interface import Split
@@ -144,17 +145,26 @@ def apply_tree_rows(indptr, indices, data, first, last, children_left, children_
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
-def apply_tree_rows_parallel(indptr, indices, data, children_left, children_right, feature,
-                             threshold, missing_go_left, is_categorical, bitsets, block_rows):
-    """:func:`apply_tree_rows` over all rows, parallel over blocks of ``block_rows``."""
+def apply_tree_scattered(indptr, indices, data, n_columns, children_left, children_right,
+                         feature, threshold, missing_go_left, is_categorical, bitsets,
+                         block_rows):
+    """Leaf of each CSR row of a sparse X, parallel over blocks of ``block_rows``: each
+    row's stored entries are written into a zeroed dense row (``n_columns`` wide, one
+    per block), walked by :func:`_leaf_of_row` as a dense row is, and zeroed again, so a
+    row costs its stored entries, not its width (see ``engine/ensemble.py``, "Scattered
+    rows")."""
     n_rows = indptr.shape[0] - 1
     leaves = np.empty(n_rows, dtype=np.int64)
     n_blocks = (n_rows + block_rows - 1) // block_rows
     for b in nb.prange(n_blocks):
-        first = b * block_rows
-        last = min(n_rows, first + block_rows)
-        apply_tree_rows(indptr, indices, data, first, last, children_left, children_right,
-                        feature, threshold, missing_go_left, is_categorical, bitsets, leaves)
+        row = np.zeros(n_columns)
+        for i in range(b * block_rows, min(n_rows, (b + 1) * block_rows)):
+            for j in range(indptr[i], indptr[i + 1]):
+                row[indices[j]] = data[j]
+            leaves[i] = _leaf_of_row(row, children_left, children_right, feature, threshold,
+                                     missing_go_left, is_categorical, bitsets)
+            for j in range(indptr[i], indptr[i + 1]):
+                row[indices[j]] = 0.0
     return leaves
 
 
@@ -318,13 +328,18 @@ class Tree:
                 self.missing_go_to_left, self.is_categorical, self.category_bitsets)
 
     def _apply_rows(self, rows):
-        """:meth:`apply` on a sparse X's :class:`~silva.engine.sparse.CsrRows`."""
+        """:meth:`apply` on a sparse X's :class:`~silva.engine.sparse.CsrRows`: rows
+        scattered into a dense row in parallel, or, for fewer than
+        :data:`PARALLEL_MIN_ROWS` rows (or rows wider than ``MAX_SCATTER_COLUMNS``),
+        searched on the calling thread (a serial copy of the scattered walk would count
+        references at every node, see :func:`apply_tree_serial`)."""
         n_rows = rows.n_rows
-        if n_rows >= PARALLEL_MIN_ROWS:
-            return apply_tree_rows_parallel(*rows, *self._kernel_arrays(),
-                                            PARALLEL_MIN_ROWS)
+        width = max(rows.n_columns, self.n_features)
+        if n_rows >= PARALLEL_MIN_ROWS and width <= sparse_module.MAX_SCATTER_COLUMNS:
+            return apply_tree_scattered(*rows.arrays, width, *self._kernel_arrays(),
+                                        PARALLEL_MIN_ROWS)
         leaves = np.empty(n_rows, dtype=np.int64)
-        apply_tree_rows(*rows, 0, n_rows, *self._kernel_arrays(), leaves)
+        apply_tree_rows(*rows.arrays, 0, n_rows, *self._kernel_arrays(), leaves)
         return leaves
 
     @rowwise(walk=_apply_rows)
