@@ -80,7 +80,7 @@ def test_csr_rows_canonicalises_and_never_gives_empty_arrays():
 
 
 # ------------------------------------------------------------------- every estimator
-# Estimators whose every predict method but decision_path walks rows.
+# Estimators whose every predict method walks rows.
 WALKING = ("tree_", "random_tree", "forest_", "extra_", "boosting_")
 
 
@@ -112,8 +112,6 @@ def test_row_walk_equals_dense_predict(name, row_walk, monkeypatch):
     methods = [method for method in METHODS if hasattr(fitted, method)]
     if name.startswith(WALKING):
         monkeypatch.setattr(sparse_module, "dense_row_blocks", _refuse_dense_blocks)
-        # decision_path still reads dense blocks (tested in tests/test_sparse.py).
-        methods = [method for method in methods if method != "decision_path"]
     expected = _outputs_of(fitted, dense, methods)
     assert expected
     for X in (S, sp.csc_matrix(S), sp.coo_matrix(S), sp.csr_array(S)):

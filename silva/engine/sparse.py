@@ -19,12 +19,12 @@ every model fitted on it equals the model fitted on the dense array.
   among the row's sorted columns instead (:func:`stored_value`). Either way the results
   are the dense array's bit for bit: the same values reach the same comparisons, and
   every row adds its trees in the same order.
-- Methods without a row walk (decision paths, quantile forests, ID3/C4.5 trees, SHAP
-  values) read dense blocks of at most :data:`BLOCK_VALUES` values (rows x features)
-  through the dense kernels (:func:`dense_row_blocks`, :func:`rowwise`): the memory of
-  one block, not of the whole matrix. The scattered walk was faster than dense blocks
-  at every stored fraction measured, from 0.1% to 96% (benchmarks/RESULTS.md,
-  "sparse predict"), so the row walks take every sparse X.
+- Methods without a row walk (quantile forests, ID3/C4.5 trees, SHAP values) read
+  dense blocks of at most :data:`BLOCK_VALUES` values (rows x features) through the
+  dense kernels (:func:`dense_row_blocks`, :func:`rowwise`): the memory of one block,
+  not of the whole matrix. The scattered walk was faster than dense blocks at every
+  stored fraction measured, from 0.1% to 96% (benchmarks/RESULTS.md, "sparse
+  predict"), so the row walks take every sparse X.
 """
 
 import functools

@@ -194,6 +194,38 @@ def _decision_paths(X, children_left, children_right, feature, threshold, missin
     return indptr, indices
 
 
+@nb.njit(cache=True, error_model="numpy", parallel=True)
+def _decision_paths_scattered(indptr, indices, data, n_columns, children_left,
+                              children_right, feature, threshold, missing_go_left,
+                              is_categorical, bitsets, node_depth, block_rows):
+    """:func:`_decision_paths` for the CSR rows of a sparse X, each row scattered into a
+    zeroed dense row (see :func:`apply_tree_scattered`) for both passes."""
+    n_rows = indptr.shape[0] - 1
+    leaves = apply_tree_scattered(indptr, indices, data, n_columns, children_left,
+                                  children_right, feature, threshold, missing_go_left,
+                                  is_categorical, bitsets, block_rows)
+    indptr_out = np.zeros(n_rows + 1, dtype=np.int64)
+    indptr_out[1:] = np.cumsum(node_depth[leaves] + 1)
+    nodes = np.empty(indptr_out[n_rows], dtype=np.int64)
+    n_blocks = (n_rows + block_rows - 1) // block_rows
+    for b in nb.prange(n_blocks):
+        row = np.zeros(n_columns)
+        for i in range(b * block_rows, min(n_rows, (b + 1) * block_rows)):
+            for j in range(indptr[i], indptr[i + 1]):
+                row[indices[j]] = data[j]
+            node = 0
+            position = indptr_out[i]
+            nodes[position] = 0
+            while children_left[node] != -1:
+                node = _child(row, node, children_left, children_right, feature, threshold,
+                              missing_go_left, is_categorical, bitsets)
+                position += 1
+                nodes[position] = node
+            for j in range(indptr[i], indptr[i + 1]):
+                row[indices[j]] = 0.0
+    return indptr_out, nodes
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _node_depths(children_left, children_right):
     depth = np.zeros(children_left.shape[0], dtype=np.int64)
@@ -354,13 +386,26 @@ class Tree:
         """The ``value`` of each row's leaf, shape (n_rows, n_outputs, n_values)."""
         return self.value[self.apply(X)]
 
-    @rowwise(stack=vstack_sparse)
+    def _decision_path_rows(self, rows):
+        """:meth:`decision_path` on a sparse X's :class:`~silva.engine.sparse.CsrRows`,
+        scattered at any width (a dense block of very wide rows would cost far more than
+        zeroing a scratch row per parallel block)."""
+        width = max(rows.n_columns, self.n_features)
+        indptr, indices = _decision_paths_scattered(*rows.arrays, width,
+                                                    *self._kernel_arrays(), self.node_depth,
+                                                    PARALLEL_MIN_ROWS)
+        return self._path_matrix(indptr, indices, rows.n_rows)
+
+    def _path_matrix(self, indptr, indices, n_rows):
+        data = np.ones(indices.shape[0], dtype=np.intp)
+        return scipy.sparse.csr_matrix((data, indices, indptr),
+                                       shape=(n_rows, self.node_count))
+
+    @rowwise(stack=vstack_sparse, walk=_decision_path_rows)
     def decision_path(self, X):
         """CSR indicator matrix (n_rows, node_count): the nodes each row passes through."""
         indptr, indices = _decision_paths(X, *self._kernel_arrays(), self.node_depth)
-        data = np.ones(indices.shape[0], dtype=np.intp)
-        return scipy.sparse.csr_matrix((data, indices, indptr),
-                                       shape=(X.shape[0], self.node_count))
+        return self._path_matrix(indptr, indices, X.shape[0])
 
     def compute_feature_importances(self, normalize=True):
         """Mean decrease in impurity per feature (Breiman et al. 1984, sec. 5.3.4).
