@@ -240,14 +240,16 @@ def test_dense_fit_and_predict_compile_no_row_walk():
         "          silva.RandomForestClassifier(n_estimators=2),\n"
         "          silva.DecisionTreeClassifier()):\n"
         "    m.fit(X, X[:, 0] > 0).predict_proba(X)\n"
+        "    if hasattr(m, 'decision_path'):\n"
+        "        m.decision_path(X)\n"
         "    (m.apply if hasattr(m, 'apply') else m._packed.apply)(X)\n"
         "print(*(len(f.signatures) for f in (\n"
         "    e._predict_packed_rows, e._apply_packed_rows, e._predict_packed_scattered,\n"
         "    e._apply_packed_scattered, e._out_of_bag_scattered, t.apply_tree_rows,\n"
-        "    t.apply_tree_scattered)))\n")
+        "    t.apply_tree_scattered, t._decision_paths_scattered)))\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
-    assert done.stdout.split() == ["0"] * 7
+    assert done.stdout.split() == ["0"] * 8
 
 
 def test_row_walk_kernels_are_the_ones_taken(row_walk):

@@ -121,7 +121,10 @@ def apply_tree_rows(indptr, indices, data, first, last, children_left, children_
     The decisions of :func:`apply_tree_serial`, with each split's value read from the
     row's stored entries (:func:`silva.engine.sparse.stored_value`: an unstored column is
     0.0, a stored NaN missing), so the leaves are those of the dense ``X.toarray()``.
-    Written out in full for the reason given there (no inlined helper taking arrays).
+    Written out like :func:`apply_tree_serial`, for the reason given there; the inlined
+    search did not bring the reference counting back (4,000 rows of 50 columns, 20%
+    stored, a tree of depth 145: 2.7 ms, against 0.7 ms for the dense serial walk of
+    the dense array).
     """
     n_codes = bitsets.shape[1] * 64
     for i in range(first, last):
@@ -377,8 +380,7 @@ class Tree:
     @rowwise(walk=_apply_rows)
     def apply(self, X):
         """Leaf id of each row of X (float64, validated; or sparse: its CSR rows walked,
-        or dense blocks of its rows where it stores many values, see
-        :func:`silva.engine.sparse.rowwise`)."""
+        see :meth:`_apply_rows`)."""
         kernel = apply_tree if X.shape[0] >= PARALLEL_MIN_ROWS else apply_tree_serial
         return kernel(X, *self._kernel_arrays())
 
