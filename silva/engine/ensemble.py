@@ -312,7 +312,8 @@ def _predict_packed_rows(indptr, indices, data, first_tree, last_tree, node_offs
 # feature among a row's entries (_row_leaf), 3.3 times faster on the benchmark's model
 # (100 trees of 31 leaves, 20,000 rows of 20,000 features, 22 stored a row: 0.094
 # against 0.31 s, interleaved, shared machine), where a search cost about 5 dependent
-# loads a node.
+# loads a node. XGBoost's CPU predictor reads sparse rows the same way, one row at a
+# time (RegTree::FVec, filled from a row's entries and dropped after its trees).
 # Values (rows x columns) of one scratch, 2 MiB: at least one row, at most a parallel
 # block's rows. Rows wider than silva.engine.sparse.MAX_SCATTER_COLUMNS are searched.
 SCATTER_VALUES = 1 << 18
