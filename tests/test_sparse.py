@@ -236,8 +236,9 @@ def test_ranker_takes_sparse_x():
 
 
 def test_prediction_in_many_blocks(monkeypatch):
-    """Blocks of 64 rows: predictions, leaves and the out-of-bag score (whose blocks
-    of 1,024 rows must line up with the dense call's) equal the dense ones."""
+    """Dense blocks of 64 rows (for the methods that still read them; predictions,
+    leaves and the out-of-bag score walk the CSR rows, tests/test_sparse_predict.py):
+    the results equal the dense ones."""
     monkeypatch.setattr(sparse_module, "BLOCK_VALUES", 1)
     S, dense, y, _ = _sparse_data(n=2_300, p=5, seed=2)
     dense_model = silva.RandomForestClassifier(n_estimators=3, oob_score=True,
