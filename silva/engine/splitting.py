@@ -746,7 +746,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     scratch_scores = scratch.scores
     bitset = scratch.bitset
     all_seeds = scratch.seeds
-    n_features = bin_codes.shape[0]
+    n_features = feature_order.shape[0]
     n_channels = node_sums.shape[0]
     n_words = out_bitset.shape[0]
     for f in range(n_features):
@@ -888,7 +888,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False):
+def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False,
+                 sparse=False):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
@@ -901,6 +902,9 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     ``monotone=True`` makes the numeric scans (and absolute_error's order-statistics
     search) check monotonic constraints. A multi-output criterion code gets its own
     copy, which scores candidates with the multi-output proxies and improvement.
+    ``sparse=True`` is the copy of :mod:`silva.engine.cart_sparse`'s grower: it reads a
+    node's codes from the features' stored entries (its ``bin_codes`` argument a
+    :class:`~silva.engine.cart_sparse.SparseColumns`), serially, without histograms.
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _scans_of(_PROXY_OF_CRITERION[criterion])
@@ -921,9 +925,20 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
                          evaluate_numeric_feature=numeric_feature, _scan_position=position,
                          CATEGORICAL=categorical)
-    numeric_search = specialize(search_numeric_features, feature_suffix,
-                                evaluate_numeric_feature=numeric_feature,
-                                _scan_position=position, RANDOM=random)
+    if sparse:
+        # Imported here: the sparse kernels import this module's.
+        from silva.engine import cart_sparse
+
+        parallel = False
+        numeric_search = specialize(cart_sparse.search_sparse_features, feature_suffix,
+                                    evaluate_numeric_feature=numeric_feature,
+                                    _scan_position=position, RANDOM=random)
+        bindings["node_feature_codes"] = cart_sparse.gather_sparse_codes
+        suffix += "_sparse"
+    else:
+        numeric_search = specialize(search_numeric_features, feature_suffix,
+                                    evaluate_numeric_feature=numeric_feature,
+                                    _scan_position=position, RANDOM=random)
     bindings.update({"evaluate_feature": feature, "search_numeric_features": numeric_search,
                      "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
                      "CATEGORICAL": categorical})
