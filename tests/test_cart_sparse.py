@@ -206,3 +206,20 @@ def test_forest_fit_never_builds_a_dense_code_matrix():
         tracemalloc.stop()
     assert peak < 20_000 * 4_000 / 2
     assert model.estimators_[0].tree_.node_count > 1
+
+
+def test_monotonic_constraint_equals_dense_fit(monkeypatch):
+    """The monotone copy of the sparse grower: the same constrained trees."""
+    grown = _counting_sparse_growth(monkeypatch)
+    dense, score = _data(seed=13)
+    y = (score > 0.5).astype(int)
+    constraints = np.zeros(dense.shape[1], dtype=int)
+    constraints[[0, 3]] = 1
+    constraints[1] = -1
+    model = silva.RandomForestClassifier(n_estimators=3, monotonic_cst=constraints,
+                                         random_state=0)
+    from_sparse, from_dense = _fit_both(model, dense, y)
+    assert len(grown) == 3
+    assert _structure(from_sparse) == _structure(from_dense)
+    np.testing.assert_array_equal(from_sparse.predict_proba(dense),
+                                  from_dense.predict_proba(dense))
