@@ -5,7 +5,10 @@ or regressor, each tree of a forest, each round of AdaBoost over trees — is gr
 :func:`grow_cart_tree` from three bundles:
 
 - :class:`BinnedData`: the training features binned once
-  (:class:`~silva.engine.binning.Binner`), which many trees may share;
+  (:class:`~silva.engine.binning.Binner`), which many trees may share: a dense code
+  matrix, or for a sparse X storing at most :data:`SPARSE_GROWTH_MAX_DENSITY` of its
+  values each feature's non-default entries, which the sparse grower
+  (:mod:`silva.engine.cart_sparse`) reads;
 - :class:`GrowthRules`: the criterion and stopping rules, the same for every tree of an
   ensemble;
 - :class:`TreeTask`: what is one tree's own: statistic channels, weights, the samples it

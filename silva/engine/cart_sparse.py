@@ -52,13 +52,12 @@ import numpy as np
 
 from silva.engine.array_copy import copy_vector
 from silva.engine.splitting import (
-    _DE_BRUIJN_64,
-    _DE_BRUIJN_POSITION,
-    _FEATURE_LEFT,
-    _LEFT,
-    _MISSING,
-    _NODE_LEFT,
-    _scan_position,
+    DE_BRUIJN_64,
+    DE_BRUIJN_POSITION,
+    SIDE_FEATURE_LEFT,
+    SIDE_LEFT,
+    SIDE_MISSING,
+    SIDE_NODE_LEFT,
     compact_from_samples,
     evaluate_numeric_feature,
     random_split_from_samples,
@@ -76,7 +75,9 @@ SparseColumns = namedtuple("SparseColumns", [
 ])
 
 # Bound by silva.engine.splitting.split_finder(sparse=True) to the criterion's copies, as
-# in search_numeric_features (see silva.engine.specialize).
+# in search_numeric_features (see silva.engine.specialize): the scan position, the
+# feature evaluation and whether random splits are compiled.
+_scan_position = None
 RANDOM = True
 
 
@@ -200,8 +201,8 @@ def compact_from_entries(columns, f, ordered_stats, start, end, node_sums, missi
             bits = present_bitmap[word]
             while bits != 0:
                 lowest = bits & (~bits + np.uint64(1))
-                code = (word << 6) + _DE_BRUIJN_POSITION[
-                    (lowest * _DE_BRUIJN_64) >> np.uint64(58)]
+                code = (word << 6) + DE_BRUIJN_POSITION[
+                    (lowest * DE_BRUIJN_64) >> np.uint64(58)]
                 for c in range(n_channels):
                     accumulator[default, c] -= accumulator[code, c]
                 bits ^= lowest
@@ -211,7 +212,7 @@ def compact_from_entries(columns, f, ordered_stats, start, end, node_sums, missi
         bits = present_bitmap[word]
         while bits != 0:
             lowest = bits & (~bits + np.uint64(1))
-            code = (word << 6) + _DE_BRUIJN_POSITION[(lowest * _DE_BRUIJN_64) >> np.uint64(58)]
+            code = (word << 6) + DE_BRUIJN_POSITION[(lowest * DE_BRUIJN_64) >> np.uint64(58)]
             bins[n_present] = code
             for c in range(n_channels):
                 sums[n_present, c] = accumulator[code, c]
@@ -243,10 +244,10 @@ def search_sparse_features(criterion, features, seeds, first, last, use_random,
     node_stats = ordered_stats[start:end]
     bins = scratch.bins
     sums = scratch.sums
-    missing = scratch.side_sums[_MISSING]
-    left = scratch.side_sums[_LEFT]
-    feature_left = scratch.side_sums[_FEATURE_LEFT]
-    node_left = scratch.side_sums[_NODE_LEFT]
+    missing = scratch.side_sums[SIDE_MISSING]
+    left = scratch.side_sums[SIDE_LEFT]
+    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
+    node_left = scratch.side_sums[SIDE_NODE_LEFT]
     column_start = columns.column_start
     n_non_constant = 0
     for j in range(first, last):
