@@ -168,9 +168,13 @@ def test_binned_data_keeps_no_code_matrix():
 def test_sparse_columns_positions():
     entries = (np.array([0, 2, 3]), np.array([1, 4, 2], dtype=np.int32),
                np.array([5, 6, 7], dtype=np.uint8), np.array([0, 0], dtype=np.uint8))
-    columns = cart_sparse.sparse_columns(entries, np.array([4, 1, 3], dtype=np.int32), 6)
+    columns = cart_sparse.sparse_columns(entries, cart_sparse.entries_by_row(entries, 6),
+                                         np.array([4, 1, 3], dtype=np.int32), 6)
     np.testing.assert_array_equal(columns.sample_position, [-1, 1, -1, 2, 0, -1])
     assert columns.split_column.shape == (1, 6)
+    # By row: row 1 has feature 0, row 2 feature 1, row 4 feature 0.
+    np.testing.assert_array_equal(columns.row_start, [0, 0, 1, 2, 2, 3, 3])
+    np.testing.assert_array_equal(columns.row_features, [0, 1, 0])
 
 
 def test_dense_fit_compiles_no_sparse_grower():

@@ -27,7 +27,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.binning import Binner
-from silva.engine.cart_sparse import sparse_columns
+from silva.engine.cart_sparse import entries_by_row, sparse_columns
 from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
 from silva.engine.sparse import is_sparse
 from silva.engine.tree import Tree
@@ -60,6 +60,8 @@ class BinnedData:
     #: ``(column_start, column_rows, column_codes, default_code)`` of a sparse X grown
     #: on its entries (:mod:`silva.engine.cart_sparse`), else None.
     sparse_entries: tuple = None
+    #: The same entries by row (:func:`silva.engine.cart_sparse.entries_by_row`).
+    sparse_rows: tuple = None
     n_samples: int = 0
 
     @classmethod
@@ -70,11 +72,12 @@ class BinnedData:
         what the sparse grower does not take: absolute_error, level-wise growth)."""
         binner = Binner(max_bins, is_categorical)
         n_samples, n_features = X.shape
-        entries = None
+        entries = rows = None
         if (sparse_growth and is_sparse(X)
                 and X.nnz <= SPARSE_GROWTH_MAX_DENSITY * n_samples * n_features):
             binner.fit(X)
             entries = binner.sparse_entries(X)
+            rows = entries_by_row(entries, n_samples)
             bin_codes = codes_by_sample = None
         else:
             bin_codes = binner.fit_transform(X)
@@ -91,6 +94,7 @@ class BinnedData:
             n_words=max(1, (int(n_categories.max(initial=1)) + 63) // 64),
             n_categories=n_categories,
             sparse_entries=entries,
+            sparse_rows=rows,
             n_samples=n_samples,
         )
 
@@ -108,7 +112,8 @@ class BinnedData:
         sparse growth, that of the tree growing on ``sample_indices`` (its positions)."""
         codes, codes_by_sample = self.bin_codes, self.codes_by_sample
         if self.grows_sparse:
-            codes = sparse_columns(self.sparse_entries, sample_indices, self.n_samples)
+            codes = sparse_columns(self.sparse_entries, self.sparse_rows, sample_indices,
+                                   self.n_samples)
             # Only its dtype is read: the sparse grower keeps no code in order.
             codes_by_sample = np.zeros((1, 1), dtype=codes.column_codes.dtype)
         return CartData(codes, codes_by_sample, self.n_value_bins,

@@ -28,6 +28,10 @@ rest as one default), written for silva's binned CART grower:
 - extra trees draw their threshold between the node's smallest and largest bins, which
   the same compact histogram gives (the default bin among them when the node has rows
   without an entry), scanned at the drawn position as from a dense histogram;
+- in a node whose rows hold fewer entries than there are features (small nodes), the
+  features with an entry in the node are marked first from the entries by row, and a
+  drawn feature without one is skipped as constant at once: there most drawn features
+  are, and reading each one's entries cost most of the search;
 - where a feature has more entries than the node has rows (a small node deep in the
   tree, or a denser feature), the node's codes of the feature are gathered instead,
   each by a binary search of the feature's entry rows (:func:`gather_sparse_codes`),
@@ -68,10 +72,12 @@ from silva.engine.splitting import (
 #: (``column_rows[column_start[f]:column_start[f + 1]]``, rows increasing, with their
 #: ``column_codes``), each feature's ``default_code``, the tree's ``sample_position``
 #: (int64 per sample id, -1 outside the tree) and the ``split_column`` (1, n_samples)
-#: scratch the partition reads.
+#: scratch the partition reads; the same entries by row (``row_features[row_start[s]:
+#: row_start[s + 1]]``, the features where sample ``s`` has an entry), and the marks of
+#: the features with an entry in the node last marked (:func:`_mark_node_features`).
 SparseColumns = namedtuple("SparseColumns", [
     "column_start", "column_rows", "column_codes", "default_code", "sample_position",
-    "split_column",
+    "split_column", "row_start", "row_features", "feature_mark", "mark_state",
 ])
 
 # Bound by silva.engine.splitting.split_finder(sparse=True) to the criterion's copies, as
@@ -81,15 +87,63 @@ _scan_position = None
 RANDOM = True
 
 
-def sparse_columns(entries, sample_indices, n_samples):
+def sparse_columns(entries, entries_by_row, sample_indices, n_samples):
     """The :class:`SparseColumns` of one tree: ``entries`` from
-    :meth:`~silva.engine.binning.Binner.sparse_entries`, the tree's ``sample_indices``
-    in the grower's initial order (their positions)."""
+    :meth:`~silva.engine.binning.Binner.sparse_entries` and ``entries_by_row`` from
+    :func:`entries_by_row` (once per fit), the tree's ``sample_indices`` in the grower's
+    initial order (their positions)."""
     column_start, column_rows, column_codes, default_code = entries
+    row_start, row_features = entries_by_row
     sample_position = np.full(n_samples, -1, dtype=np.int64)
     sample_position[sample_indices] = np.arange(sample_indices.shape[0])
+    n_features = default_code.shape[0]
+    # mark_state: (start, end) of the node whose features are marked, and its stamp.
+    mark_state = np.array([-1, -1, 0], dtype=np.int64)
     return SparseColumns(column_start, column_rows, column_codes, default_code,
-                         sample_position, np.empty((1, n_samples), dtype=column_codes.dtype))
+                         sample_position, np.empty((1, n_samples), dtype=column_codes.dtype),
+                         row_start, row_features, np.zeros(n_features, dtype=np.int64),
+                         mark_state)
+
+
+def entries_by_row(entries, n_samples):
+    """``(row_start, row_features)``: the features of each row's entries (CSR-like)."""
+    column_start, column_rows, _, _ = entries
+    features = np.repeat(np.arange(column_start.shape[0] - 1, dtype=np.int32),
+                         np.diff(column_start))
+    order = np.argsort(column_rows, kind="stable")
+    row_start = np.zeros(n_samples + 1, dtype=np.int64)
+    np.cumsum(np.bincount(column_rows, minlength=n_samples), out=row_start[1:])
+    return row_start, features[order]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _mark_node_features(columns, sample_indices, start, end):
+    """Whether the node ``[start, end)`` has its features marked: when its rows hold
+    fewer entries (on average) than there are features, each feature with an entry in
+    the node gets the node's stamp, once per node. A feature without one is constant in
+    the node (all its rows in the default bin) and is skipped without reading its
+    entries: small nodes deep in a tree find most drawn features so, and reading each
+    one's entries cost most of their search."""
+    state = columns.mark_state
+    n_rows = end - start
+    row_start = columns.row_start
+    n_samples = row_start.shape[0] - 1
+    n_features = columns.feature_mark.shape[0]
+    if n_rows * row_start[n_samples] >= n_features * n_samples:
+        return False
+    if state[0] == start and state[1] == end:
+        return True
+    state[0] = start
+    state[1] = end
+    state[2] += 1
+    stamp = state[2]
+    feature_mark = columns.feature_mark
+    row_features = columns.row_features
+    for i in range(start, end):
+        s = sample_indices[i]
+        for k in range(row_start[s], row_start[s + 1]):
+            feature_mark[row_features[k]] = stamp
+    return True
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -249,9 +303,14 @@ def search_sparse_features(criterion, features, seeds, first, last, use_random,
     feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
     node_left = scratch.side_sums[SIDE_NODE_LEFT]
     column_start = columns.column_start
+    marked = _mark_node_features(columns, sample_indices, start, end)
+    stamp = columns.mark_state[2]
+    feature_mark = columns.feature_mark
     n_non_constant = 0
     for j in range(first, last):
         f = features[j]
+        if marked and feature_mark[f] != stamp:
+            continue  # no entry in the node: constant there, no split
         if column_start[f + 1] - column_start[f] <= end - start:
             n_present = compact_from_entries(columns, f, ordered_stats, start, end,
                                              node_sums, missing_bin, scratch.accumulator,
