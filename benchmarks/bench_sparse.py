@@ -20,9 +20,9 @@ silva bins the sparse matrix column by column from its stored values (implicit z
 counted, not written), and its gradient boosting grows on the entries that differ from
 each feature's bin of 0.0 (``silva/engine/gradient_sparse.py``: ragged histograms, each
 feature's default bin by subtraction), as LightGBM's and XGBoost's sparse-aware
-histograms do. ``--forest`` adds silva's RandomForestClassifier, which still grows on a
-dense code matrix (one byte per row and feature), against scikit-learn's (which splits
-sparse columns natively).
+histograms do. ``--forest`` adds silva's RandomForestClassifier, which grows on the same
+entries (``silva/engine/cart_sparse.py``), against scikit-learn's (which splits sparse
+columns natively).
 
 Usage::
 

@@ -381,10 +381,12 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             min_weight_leaf=params["min_weight_leaf"],
             seed=seed_from_random_state(check_random_state(self.random_state)),
         )
-        grown = grow_cart_tree(self._binned(X), rules, task)
+        grown = grow_cart_tree(
+            self._binned(X, sparse_growth=criterion_code != criteria.ABSOLUTE_ERROR),
+            rules, task)
         return grown if keep_samples else grown.tree
 
-    def _binned(self, X):
+    def _binned(self, X, sparse_growth=True):
         """X binned (a :class:`~silva.engine.cart.BinnedData`).
 
         An ensemble that fits many trees on the same X (AdaBoost's rounds) lends a dict
@@ -392,10 +394,11 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
         on the weights), so the codes computed for the first tree serve the others.
         """
         cache = getattr(self, "_bin_cache", None)
-        key = (self.max_bins, self.is_categorical_.tobytes())
+        key = (self.max_bins, self.is_categorical_.tobytes(), sparse_growth)
         if cache is not None and cache.get("X") is X and cache.get("key") == key:
             return cache["binned"]
-        binned = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
+        binned = BinnedData.from_X(X, self.is_categorical_, self.max_bins,
+                                   sparse_growth=sparse_growth)
         if cache is not None:
             cache.update(X=X, key=key, binned=binned)
         return binned

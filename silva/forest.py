@@ -220,7 +220,11 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         self._fit_signature = (n_samples, n_features, signature_classes)
         new_seeds = seeds[n_existing:]
 
-        data = BinnedData.from_X(X, self.is_categorical_, self.max_bins)
+        # absolute_error (order statistics) and level-wise growth read the dense codes.
+        data = BinnedData.from_X(
+            X, self.is_categorical_, self.max_bins,
+            sparse_growth=(criterion_code != criteria.ABSOLUTE_ERROR
+                           and self.bootstrap != POISSON))
         self._has_missing_at_fit = _input.has_missing(X)
         y_float = np.asarray(y, dtype=np.float64)
         n_outputs = y.shape[1] if y.ndim == 2 else 1

@@ -5,7 +5,10 @@ or regressor, each tree of a forest, each round of AdaBoost over trees — is gr
 :func:`grow_cart_tree` from three bundles:
 
 - :class:`BinnedData`: the training features binned once
-  (:class:`~silva.engine.binning.Binner`), which many trees may share;
+  (:class:`~silva.engine.binning.Binner`), which many trees may share: a dense code
+  matrix, or for a sparse X storing at most :data:`SPARSE_GROWTH_MAX_DENSITY` of its
+  values each feature's non-default entries, which the sparse grower
+  (:mod:`silva.engine.cart_sparse`) reads;
 - :class:`GrowthRules`: the criterion and stopping rules, the same for every tree of an
   ensemble;
 - :class:`TreeTask`: what is one tree's own: statistic channels, weights, the samples it
@@ -24,13 +27,26 @@ import numba as nb
 import numpy as np
 
 from silva.engine.binning import Binner
+from silva.engine.cart_sparse import entries_by_row, sparse_columns
 from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
+from silva.engine.sparse import is_sparse
 from silva.engine.tree import Tree
+
+#: A sparse X storing at most this fraction of its values grows on its stored entries
+#: (:mod:`silva.engine.cart_sparse`); a denser one on the dense code matrix, as a dense
+#: X (the same model, bit for bit). The same threshold as gradient boosting's sparse
+#: growth (``silva._boosting_loop.SPARSE_GROWTH_MAX_DENSITY``, measured there).
+SPARSE_GROWTH_MAX_DENSITY = 0.25
 
 
 @dataclass
 class BinnedData:
-    """Training features binned once (:class:`~silva.engine.binning.Binner`) for many trees."""
+    """Training features binned once (:class:`~silva.engine.binning.Binner`) for many trees.
+
+    Either the dense code matrix (``bin_codes`` and its transpose ``codes_by_sample``)
+    or, for a sparse X grown on its entries, ``sparse_entries``
+    (:meth:`~silva.engine.binning.Binner.sparse_entries`) with the codes None.
+    """
 
     bin_codes: np.ndarray  # (n_features, n_samples), feature-major for histograms
     codes_by_sample: np.ndarray  # (n_samples, n_features), for small nodes
@@ -41,15 +57,35 @@ class BinnedData:
     bin_upper: np.ndarray
     n_words: int  # uint64 words per category bitset
     n_categories: np.ndarray  # category codes per feature, 0 for numeric ones
+    #: ``(column_start, column_rows, column_codes, default_code)`` of a sparse X grown
+    #: on its entries (:mod:`silva.engine.cart_sparse`), else None.
+    sparse_entries: tuple = None
+    #: The same entries by row (:func:`silva.engine.cart_sparse.entries_by_row`).
+    sparse_rows: tuple = None
+    n_samples: int = 0
 
     @classmethod
-    def from_X(cls, X, is_categorical, max_bins):
+    def from_X(cls, X, is_categorical, max_bins, sparse_growth=True):
+        """Bin ``X``. A canonical sparse ``X`` (as :func:`silva._input.validate_sparse_X`
+        gives it) storing at most :data:`SPARSE_GROWTH_MAX_DENSITY` of its values keeps
+        only its non-default entries when ``sparse_growth`` (callers pass False for
+        what the sparse grower does not take: absolute_error, level-wise growth)."""
         binner = Binner(max_bins, is_categorical)
-        bin_codes = binner.fit_transform(X)
+        n_samples, n_features = X.shape
+        entries = rows = None
+        if (sparse_growth and is_sparse(X)
+                and X.nnz <= SPARSE_GROWTH_MAX_DENSITY * n_samples * n_features):
+            binner.fit(X)
+            entries = binner.sparse_entries(X)
+            rows = entries_by_row(entries, n_samples)
+            bin_codes = codes_by_sample = None
+        else:
+            bin_codes = binner.fit_transform(X)
+            codes_by_sample = np.ascontiguousarray(bin_codes.T)
         n_categories = np.where(is_categorical, binner.n_value_bins_, 0)
         return cls(
             bin_codes=bin_codes,
-            codes_by_sample=np.ascontiguousarray(bin_codes.T),
+            codes_by_sample=codes_by_sample,
             n_value_bins=binner.n_value_bins_,
             is_categorical=np.asarray(is_categorical, dtype=np.uint8),
             missing_bin=binner.missing_bin_,
@@ -57,15 +93,30 @@ class BinnedData:
             bin_upper=binner.bin_upper_,
             n_words=max(1, (int(n_categories.max(initial=1)) + 63) // 64),
             n_categories=n_categories,
+            sparse_entries=entries,
+            sparse_rows=rows,
+            n_samples=n_samples,
         )
 
     @property
     def n_features(self):
-        return self.bin_codes.shape[0]
+        return self.n_value_bins.shape[0]
 
-    def compiled(self):
-        """The :class:`~silva.engine.grower.CartData` the compiled grower reads."""
-        return CartData(self.bin_codes, self.codes_by_sample, self.n_value_bins,
+    @property
+    def grows_sparse(self):
+        """Whether trees grow on the sparse entries (:mod:`silva.engine.cart_sparse`)."""
+        return self.sparse_entries is not None
+
+    def compiled(self, sample_indices=None):
+        """The :class:`~silva.engine.grower.CartData` the compiled grower reads; for
+        sparse growth, that of the tree growing on ``sample_indices`` (its positions)."""
+        codes, codes_by_sample = self.bin_codes, self.codes_by_sample
+        if self.grows_sparse:
+            codes = sparse_columns(self.sparse_entries, self.sparse_rows, sample_indices,
+                                   self.n_samples)
+            # Only its dtype is read: the sparse grower keeps no code in order.
+            codes_by_sample = np.zeros((1, 1), dtype=codes.column_codes.dtype)
+        return CartData(codes, codes_by_sample, self.n_value_bins,
                         self.is_categorical, np.int64(self.missing_bin), self.bin_lower,
                         self.bin_upper, np.int64(self.n_words))
 
@@ -154,18 +205,23 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     if parallel_min_work is None:
         parallel_min_work = rules.parallel_min_work
     sample_indices = task.sample_indices.copy()
+    sparse = data.grows_sparse
+    # The sparse grower keeps no dense histogram and gathers every code it reads.
+    histogram_min_samples = (sample_indices.shape[0] + 1 if sparse
+                             else rules.histogram_min_samples)
     compiled_rules = cart_rules(
         # A multi-output tree has one class count per output; the grower reads the
         # largest (category orderings).
         rules.criterion, np.max(rules.n_classes), rules.n_values, rules.max_depth,
         rules.min_samples_split, rules.min_samples_leaf, task.min_weight_leaf,
         rules.max_leaf_nodes, rules.min_impurity_decrease, rules.max_features,
-        rules.use_random, rules.histogram_min_samples, parallel_min_work,
-        rules.min_significance, gathers_codes(data.n_features, rules.max_features))
+        rules.use_random, histogram_min_samples, parallel_min_work,
+        rules.min_significance,
+        sparse or gathers_codes(data.n_features, rules.max_features))
     samples = CartSamples(task.stats, task.y, task.weight, sample_indices, task.seed)
     # Compile only the paths this fit takes (see compiled_grower): no parallel region
     # when even the root is below the threshold, or with one thread.
-    parallel = (nb.get_num_threads() > 1
+    parallel = (not sparse and nb.get_num_threads() > 1
                 and sample_indices.shape[0] * data.n_features >= parallel_min_work)
     extras = (rules.min_significance < 1.0 or rules.max_leaf_nodes > 0
               or bool(rules.use_random))
@@ -174,12 +230,14 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
                      else np.zeros(data.n_features, dtype=np.int8))
     # monotone only when asked: an unconstrained fit picks its copy exactly as before.
     paths = {"monotone": True} if monotone else {}
+    if sparse:
+        paths["sparse"] = True
     grower = compiled_grower(rules.criterion, parallel=parallel,
                              categorical=bool(data.is_categorical.any()), extras=extras,
                              **paths)
     # The grower releases the GIL, so that threads grow trees at once.
-    table, values, bitsets = grower(data.compiled(), compiled_rules, samples,
-                                    monotonic_cst)
+    table, values, bitsets = grower(data.compiled(task.sample_indices), compiled_rules,
+                                    samples, monotonic_cst)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories, n_outputs=rules.n_outputs)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them

@@ -31,6 +31,7 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from silva.engine import cart_sparse
 from silva.engine.absolute_error import node_median_and_impurity
 from silva.engine.array_copy import copy_rows, copy_vector
 from silva.engine.binning import midpoint
@@ -137,11 +138,12 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
 ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
 SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not compiled
 MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compiled only then
+SPARSE = False  # True in _partition's copy for silva.engine.cart_sparse alone
 
 
 @nb.njit(cache=True, error_model="numpy")
 def _new_buffers(data, samples, gather_codes):
-    n_features = data.bin_codes.shape[0]
+    n_features = data.n_value_bins.shape[0]
     n_channels = samples.stats.shape[1]
     n_bins = data.missing_bin + 1
     n_total = samples.sample_indices.shape[0]
@@ -175,7 +177,7 @@ def _new_buffers(data, samples, gather_codes):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _order_root_samples(data, samples, buffers, root_sums):
     """Copy every sample's codes and channels into the tree's order; sum the channels."""
-    n_features = data.bin_codes.shape[0]
+    n_features = data.n_value_bins.shape[0]
     # Arrays out of the named tuples first: read from a tuple inside the loop, each
     # access counted a reference up and down (atomic operations), per sample.
     stats = samples.stats
@@ -265,8 +267,14 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
     missing_left = row.split_missing_left
     categorical = is_categorical[feature] != 0
     n_code_words = code_words.shape[1]
-    codes_in_order = ordered_codes.shape[1] >= bin_codes.shape[0]
-    feature_codes = bin_codes[feature]
+    if SPARSE:
+        # The sparse grower (silva.engine.cart_sparse) passes the split feature's codes,
+        # filled from its entries for this node's samples, as the one row of bin_codes.
+        codes_in_order = False
+        feature_codes = bin_codes[0]
+    else:
+        codes_in_order = ordered_codes.shape[1] >= bin_codes.shape[0]
+        feature_codes = bin_codes[feature]
     n_channels = ordered_stats.shape[1]
     start = row.start
     end = row.end
@@ -382,7 +390,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
     records), the leaf values ``(n_nodes, n_values)`` and the left category bitsets
     ``(n_nodes, n_words)``.
     """
-    n_features = data.bin_codes.shape[0]
+    n_features = data.n_value_bins.shape[0]
     n_channels = samples.stats.shape[1]
     n_total = samples.sample_indices.shape[0]
     buffers = _new_buffers(data, samples, rules.gather_codes)
@@ -576,7 +584,8 @@ def grow_tree(data, rules, samples, monotonic_cst):
 
 
 @functools.cache  # called once per tree: a forest asks 100 times for the same copy
-def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False):
+def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False,
+                    sparse=False):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -600,7 +609,14 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     apart, for each of those: fits without constraints compile none of its code. So is
     each multi-output criterion code (:mod:`silva.engine.criteria`), whose copies read
     node impurities and values with the multi-output functions.
+
+    ``sparse=True`` is the grower of :mod:`silva.engine.cart_sparse` (``data.bin_codes``
+    a :class:`~silva.engine.cart_sparse.SparseColumns`): serial, without histograms,
+    reading codes from the features' stored entries; copies of their own (``_sparse``),
+    which a dense fit never compiles.
     """
+    if sparse:
+        parallel = False
     lean = not (parallel or categorical or extras)
     categorical = extras = not lean
     suffix = kernel_suffix(criterion)
@@ -617,12 +633,23 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
                              extras=extras)
     bindings = {"_fill_node": fill_node,
                 "find_node_split": split_finder(criterion, parallel, categorical,
-                                                random=extras, monotone=monotone)}
+                                                random=extras, monotone=monotone,
+                                                sparse=sparse)}
+    if sparse:
+        variant += "_sparse"
+        bindings.update(
+            _partition=specialize(cart_sparse.partition_sparse, "cart",
+                                  partition_node=specialize(_partition, "sparse",
+                                                            SPARSE=True)),
+            _order_root_samples=cart_sparse.order_root_samples_sparse,
+            aligned_histograms=cart_sparse.no_histogram_pool,
+            build_histogram=cart_sparse.no_histogram,
+            _children_histograms=cart_sparse.no_children_histograms)
     if monotone:
         variant += "_monotone"
         bindings["MONOTONE"] = True
         bindings["ORDER_STATISTICS"] = order_statistics
-    if not parallel:
+    if not parallel and not sparse:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build
         bindings["_children_histograms"] = specialize(

@@ -327,12 +327,12 @@ def compact_from_histogram(hist_f, n_value_bins, missing_bin, bins, sums, missin
 
 
 # De Bruijn sequence for the index of the lowest set bit of a 64-bit word
-# (Leiserson, Prokop & Randall 1998): ``(w & -w) * _DE_BRUIJN_64 >> 58`` is a distinct
+# (Leiserson, Prokop & Randall 1998): ``(w & -w) * DE_BRUIJN_64 >> 58`` is a distinct
 # 6-bit key for each of the 64 single-bit words.
-_DE_BRUIJN_64 = np.uint64(0x03F79D71B4CB0A89)
-_DE_BRUIJN_POSITION = np.zeros(64, dtype=np.int64)
+DE_BRUIJN_64 = np.uint64(0x03F79D71B4CB0A89)
+DE_BRUIJN_POSITION = np.zeros(64, dtype=np.int64)
 for _bit in range(64):
-    _DE_BRUIJN_POSITION[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
+    DE_BRUIJN_POSITION[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -371,7 +371,7 @@ def compact_from_samples(node_codes, f, node_stats, missing_bin,
         bits = present_bitmap[word]
         while bits != 0:
             lowest = bits & (~bits + np.uint64(1))
-            code = (word << 6) + _DE_BRUIJN_POSITION[(lowest * _DE_BRUIJN_64) >> np.uint64(58)]
+            code = (word << 6) + DE_BRUIJN_POSITION[(lowest * DE_BRUIJN_64) >> np.uint64(58)]
             bins[n_present] = code
             for c in range(n_channels):
                 sums[n_present, c] = accumulator[code, c]
@@ -582,7 +582,7 @@ SplitScratch = namedtuple("SplitScratch", [
     "seeds",  # (n_features,) per-feature random seeds
 ])
 # Rows of SplitScratch.side_sums.
-_MISSING, _LEFT, _RIGHT, _FEATURE_LEFT, _NODE_LEFT = range(5)
+SIDE_MISSING, SIDE_LEFT, SIDE_RIGHT, SIDE_FEATURE_LEFT, SIDE_NODE_LEFT = range(5)
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -629,7 +629,7 @@ def winning_left_sums(scratch):
 
     Valid until the next call with the same ``scratch``; not set under absolute_error.
     """
-    return scratch.side_sums[_NODE_LEFT]
+    return scratch.side_sums[SIDE_NODE_LEFT]
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -673,10 +673,10 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
     node_stats = ordered_stats[start:end]
     bins = scratch.bins
     sums = scratch.sums
-    missing = scratch.side_sums[_MISSING]
-    left = scratch.side_sums[_LEFT]
-    feature_left = scratch.side_sums[_FEATURE_LEFT]
-    node_left = scratch.side_sums[_NODE_LEFT]
+    missing = scratch.side_sums[SIDE_MISSING]
+    left = scratch.side_sums[SIDE_LEFT]
+    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
+    node_left = scratch.side_sums[SIDE_NODE_LEFT]
     n_non_constant = 0
     for j in range(first, last):
         f = features[j]
@@ -746,7 +746,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     scratch_scores = scratch.scores
     bitset = scratch.bitset
     all_seeds = scratch.seeds
-    n_features = bin_codes.shape[0]
+    n_features = feature_order.shape[0]
     n_channels = node_sums.shape[0]
     n_words = out_bitset.shape[0]
     for f in range(n_features):
@@ -769,11 +769,11 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     best_feature = np.int64(-1)
     best_bin = np.int64(-1)
     best_missing_left = np.bool_(False)
-    missing = scratch.side_sums[_MISSING]
-    left = scratch.side_sums[_LEFT]
-    right = scratch.side_sums[_RIGHT]
-    feature_left = scratch.side_sums[_FEATURE_LEFT]
-    node_left = scratch.side_sums[_NODE_LEFT]
+    missing = scratch.side_sums[SIDE_MISSING]
+    left = scratch.side_sums[SIDE_LEFT]
+    right = scratch.side_sums[SIDE_RIGHT]
+    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
+    node_left = scratch.side_sums[SIDE_NODE_LEFT]
 
     n_visited = 0
     n_non_constant = 0
@@ -888,7 +888,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     return gain, best_feature, best_bin, best_missing_left
 
 
-def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False):
+def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False,
+                 sparse=False):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
@@ -901,6 +902,9 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     ``monotone=True`` makes the numeric scans (and absolute_error's order-statistics
     search) check monotonic constraints. A multi-output criterion code gets its own
     copy, which scores candidates with the multi-output proxies and improvement.
+    ``sparse=True`` is the copy of :mod:`silva.engine.cart_sparse`'s grower: it reads a
+    node's codes from the features' stored entries (its ``bin_codes`` argument a
+    :class:`~silva.engine.cart_sparse.SparseColumns`), serially, without histograms.
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _scans_of(_PROXY_OF_CRITERION[criterion])
@@ -921,9 +925,20 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     feature = specialize(evaluate_feature, feature_suffix, scan_categorical=categorical_scan,
                          evaluate_numeric_feature=numeric_feature, _scan_position=position,
                          CATEGORICAL=categorical)
-    numeric_search = specialize(search_numeric_features, feature_suffix,
-                                evaluate_numeric_feature=numeric_feature,
-                                _scan_position=position, RANDOM=random)
+    if sparse:
+        # Imported here: the sparse kernels import this module's.
+        from silva.engine import cart_sparse
+
+        parallel = False
+        numeric_search = specialize(cart_sparse.search_sparse_features, feature_suffix,
+                                    evaluate_numeric_feature=numeric_feature,
+                                    _scan_position=position, RANDOM=random)
+        bindings["node_feature_codes"] = cart_sparse.gather_sparse_codes
+        suffix += "_sparse"
+    else:
+        numeric_search = specialize(search_numeric_features, feature_suffix,
+                                    evaluate_numeric_feature=numeric_feature,
+                                    _scan_position=position, RANDOM=random)
     bindings.update({"evaluate_feature": feature, "search_numeric_features": numeric_search,
                      "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
                      "CATEGORICAL": categorical})
