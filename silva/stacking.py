@@ -408,7 +408,9 @@ class StackingClassifier(ClassifierMixin, _BaseStacking):
         if y is None:
             raise ValueError("StackingClassifier requires y to be passed, but the target y "
                              "is None.")
-        if type_of_target(y) == "multilabel-indicator":
+        # Only a 2-D y can be multilabel; asked of a 1-D y, type_of_target sorts its labels,
+        # which fails on missing ones before classification_target can name them.
+        if np.asarray(y).ndim == 2 and type_of_target(y) == "multilabel-indicator":
             # Each label its own classes and codes, as a multi-output tree keeps them.
             self._multilabel = True
             y = np.asarray(y)
