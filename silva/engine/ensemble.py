@@ -391,6 +391,32 @@ def _predict_packed_scattered(indptr, indices, data, n_columns, first_tree, last
             _scatter(indptr, indices, data, start, stop, scratch, False)
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _add_out_of_bag_row(x, i, t, b, y, inbag, is_classification, node_offset, walk,
+                        bitsets, value, sums, counts, curve):
+    """Row ``i`` (values ``x``) after tree ``t``, in row block ``b``: its leaf's values
+    added to its out-of-bag sums if the tree did not train on it, then, once some tree
+    has predicted it, its loss added to ``curve[b, t]`` (see :func:`_out_of_bag`;
+    shared by the dense and the scattered sparse kernels, so both sum alike)."""
+    if inbag[t, i] == 0:
+        leaf = _leaf(x, node_offset[t], walk, bitsets)
+        for k in range(value.shape[1]):
+            sums[i, k] += value[leaf, k]
+        counts[i] += 1
+    if counts[i] == 0:
+        return
+    if is_classification:
+        best = 0
+        for k in range(1, value.shape[1]):
+            if sums[i, k] > sums[i, best]:
+                best = k
+        loss = 0.0 if best == y[i] else 1.0
+    else:
+        loss = (sums[i, 0] / counts[i] - y[i]) ** 2
+    curve[b, t, 0] += loss
+    curve[b, t, 1] += 1.0
+
+
 @nb.njit(cache=True, error_model="numpy", parallel=True)
 def _out_of_bag_scattered(indptr, indices, data, n_columns, y, inbag, is_classification,
                           node_offset, walk, bitsets, value, sums, counts, curve,
@@ -402,7 +428,6 @@ def _out_of_bag_scattered(indptr, indices, data, n_columns, y, inbag, is_classif
     the sums are the dense call's bit for bit."""
     n_rows = indptr.shape[0] - 1
     n_trees = inbag.shape[0]
-    n_values = value.shape[1]
     n_blocks = (n_rows + block_size - 1) // block_size
     for b in nb.prange(n_blocks):
         scratch = np.zeros((scratch_rows, n_columns))
@@ -412,23 +437,9 @@ def _out_of_bag_scattered(indptr, indices, data, n_columns, y, inbag, is_classif
             _scatter(indptr, indices, data, start, stop, scratch, True)
             for t in range(n_trees):
                 for i in range(start, stop):
-                    if inbag[t, i] == 0:
-                        leaf = _leaf(scratch[i - start], node_offset[t], walk, bitsets)
-                        for k in range(n_values):
-                            sums[i, k] += value[leaf, k]
-                        counts[i] += 1
-                    if counts[i] == 0:
-                        continue
-                    if is_classification:
-                        best = 0
-                        for k in range(1, n_values):
-                            if sums[i, k] > sums[i, best]:
-                                best = k
-                        loss = 0.0 if best == y[i] else 1.0
-                    else:
-                        loss = (sums[i, 0] / counts[i] - y[i]) ** 2
-                    curve[b, t, 0] += loss
-                    curve[b, t, 1] += 1.0
+                    _add_out_of_bag_row(scratch[i - start], i, t, b, y, inbag,
+                                        is_classification, node_offset, walk, bitsets,
+                                        value, sums, counts, curve)
             _scatter(indptr, indices, data, start, stop, scratch, False)
 
 
@@ -445,30 +456,14 @@ def _out_of_bag(X, y, inbag, is_classification, node_offset, walk, bitsets, valu
     """
     n_rows = X.shape[0]
     n_trees = inbag.shape[0]
-    n_values = value.shape[1]
     n_blocks = (n_rows + block_size - 1) // block_size
     for b in nb.prange(n_blocks):
         # Tree-major inside a block, for cache locality (see ROW_BLOCK); each row still
         # adds its trees in order, so the sums are the same for any number of threads.
         for t in range(n_trees):
             for i in range(b * block_size, min(n_rows, (b + 1) * block_size)):
-                if inbag[t, i] == 0:
-                    leaf = _leaf(X[i], node_offset[t], walk, bitsets)
-                    for k in range(n_values):
-                        sums[i, k] += value[leaf, k]
-                    counts[i] += 1
-                if counts[i] == 0:
-                    continue
-                if is_classification:
-                    best = 0
-                    for k in range(1, n_values):
-                        if sums[i, k] > sums[i, best]:
-                            best = k
-                    loss = 0.0 if best == y[i] else 1.0
-                else:
-                    loss = (sums[i, 0] / counts[i] - y[i]) ** 2
-                curve[b, t, 0] += loss
-                curve[b, t, 1] += 1.0
+                _add_out_of_bag_row(X[i], i, t, b, y, inbag, is_classification,
+                                    node_offset, walk, bitsets, value, sums, counts, curve)
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
