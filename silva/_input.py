@@ -5,15 +5,17 @@ Every check raises a ``ValueError`` (``TypeError`` for a wrong type) whose messa
 the parameter, the column or the value at fault, so that no bad input reaches compiled code.
 """
 
+import functools
 import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import DataConversionWarning
-from sklearn.utils import compute_sample_weight
+from sklearn.utils import check_random_state, compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
+from silva.engine.random import seed_from_random_state
 from silva.engine.sparse import is_sparse
 
 # The range of total sample weight accepted (see check_sample_weight): the engine squares
@@ -298,6 +300,18 @@ def ready_to_predict(estimator, X, *, allow_nan=True):
     return allow_nan and not np.isinf(X).any()
 
 
+def _ready_to_fit(X, allow_infinite):
+    """True when ``validate_data`` would hand ``X`` back unchanged at fit: a non-empty
+    two-dimensional C-contiguous float64 numpy array without infinity (unless
+    ``allow_infinite``). Checking that here costs a sum over X; ``validate_data`` spent
+    about 0.1 ms on it, a tenth of a small tree's fit. Any other input goes through
+    ``validate_data``, which converts it or raises its usual errors."""
+    if not (type(X) is np.ndarray and X.ndim == 2 and X.dtype == np.float64
+            and X.flags.c_contiguous and X.shape[0] > 0 and X.shape[1] > 0):
+        return False
+    return allow_infinite or np.isfinite(X.sum()) or not np.isinf(X).any()
+
+
 # Sparse formats kept as they are; any other two-dimensional scipy.sparse format (COO,
 # LIL, DOK, DIA, BSR) is converted to CSR once, as scikit-learn does.
 SPARSE_FORMATS = ("csr", "csc")
@@ -353,6 +367,11 @@ def validate_X(estimator, X, *, reset, allow_infinite=False):
     ``scipy.sparse`` X stays sparse (:func:`validate_sparse_X`).
     """
     if not reset and ready_to_predict(estimator, X):
+        return X
+    if reset and _ready_to_fit(X, allow_infinite):
+        # What validate_data records at fit for an array without column names.
+        estimator.n_features_in_ = X.shape[1]
+        estimator.__dict__.pop("feature_names_in_", None)
         return X
     if is_sparse(X):
         return validate_sparse_X(estimator, X, reset=reset)
@@ -807,3 +826,21 @@ def resolve_max_features(max_features, n_features):
         return max(1, int(max_features * n_features))
     raise TypeError(f"max_features must be None, 'sqrt', 'log2', an int or a float; got "
                     f"{max_features!r}.")
+
+
+def seed_from_param(random_state):
+    """The engine seed that ``seed_from_random_state(check_random_state(random_state))``
+    gives, for an estimator's ``random_state`` parameter.
+
+    An integer always gives the same seed, so it is kept: seeding a fresh Mersenne
+    Twister costs about 40 microseconds, a tenth of a small tree's whole fit, and AdaBoost
+    fits a tree a round.
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return _seed_of_integer(int(random_state))
+    return seed_from_random_state(check_random_state(random_state))
+
+
+@functools.lru_cache(maxsize=256)
+def _seed_of_integer(value):
+    return seed_from_random_state(check_random_state(value))

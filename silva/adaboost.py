@@ -51,7 +51,12 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.validation import check_is_fitted, has_fit_parameter, validate_data
 
 from silva import _input
-from silva._mixins import BaseEstimatorNanMixin, ExplainMixin, PredictLogProbaMixin
+from silva._mixins import (
+    BaseEstimatorNanMixin,
+    ExplainMixin,
+    ParamNamesMixin,
+    PredictLogProbaMixin,
+)
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
 from silva.persistence import PersistenceMixin
@@ -116,7 +121,8 @@ def _softmax(scores):
     return exp / exp.sum(axis=1, keepdims=True)
 
 
-class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, BaseEstimator):
+class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, ParamNamesMixin,
+                    BaseEstimator):
     """Parameter checks, base-learner cloning and one boosting round's fit."""
 
     def __init__(self, estimator=None, *, n_estimators=50, learning_rate=1.0, resample=False,

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from silva import _boosting_loop, _input, metrics
 from silva._boosting_loop import BoostingConfig, BoostingRecord, EvalSet
-from silva._mixins import ExplainMixin
+from silva._mixins import ExplainMixin, ParamNamesMixin
 from silva._nothing_learned import boosting_root_reason, warn_nothing_learned
 from silva.engine import losses
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
@@ -66,7 +66,7 @@ _UNLIMITED_DEPTH = 2**31 - 1
 _SCALED_TARGET_LOSSES = {"squared_error", "huber", "poisson", "tweedie"}
 
 
-class BaseGradientBoosting(ExplainMixin, PersistenceMixin, BaseEstimator):
+class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, BaseEstimator):
     """Shared logic; use :class:`GradientBoostingRegressor` or
     :class:`GradientBoostingClassifier`."""
 

@@ -34,7 +34,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from silva import _input
-from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
+from silva._mixins import (
+    ExplainMixin,
+    FittedTreeMixin,
+    ParamNamesMixin,
+    PredictLogProbaMixin,
+)
 from silva.criteria import TreeReportMixin
 from silva.engine import multiway as mw
 from silva.engine.binning import MAX_BINS_LIMIT, Binner
@@ -318,7 +323,7 @@ class _SubtreeRaisingPruner:
 
 
 class _MultiwayTreeClassifier(ExplainMixin, FittedTreeMixin, PredictLogProbaMixin, PersistenceMixin,
-                              TreeReportMixin, ClassifierMixin,
+                              TreeReportMixin, ClassifierMixin, ParamNamesMixin,
                               BaseEstimator):
     """Input handling, prediction and reports shared by ID3 and C4.5."""
 

@@ -27,7 +27,12 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils import Bunch, check_random_state
 
 from silva import _input, _multi_output
-from silva._mixins import ExplainMixin, FittedTreeMixin, PredictLogProbaMixin
+from silva._mixins import (
+    ExplainMixin,
+    FittedTreeMixin,
+    ParamNamesMixin,
+    PredictLogProbaMixin,
+)
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva.criteria import TreeReportMixin
 from silva.engine import criteria
@@ -40,7 +45,6 @@ from silva.engine.pruning import (
     pruning_path,
     reduced_error_prune,
 )
-from silva.engine.random import seed_from_random_state
 from silva.persistence import PersistenceMixin
 
 # Nodes below this many samples search splits by sorting instead of a dense histogram,
@@ -148,7 +152,7 @@ def _check_poisson_target(y, sample_weight):
                          "regression (criterion='poisson') needs a positive one.")
 
 
-class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
+class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstimator):
     """Shared fit and prediction logic; use the classifier or the regressor."""
 
     def __init__(self, *, criterion, splitter, max_depth, min_samples_split,
@@ -379,7 +383,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, BaseEstimator):
             stats=stats, y=y, weight=sample_weight,
             sample_indices=np.arange(n_samples, dtype=np.int32),
             min_weight_leaf=params["min_weight_leaf"],
-            seed=seed_from_random_state(check_random_state(self.random_state)),
+            seed=_input.seed_from_param(self.random_state),
         )
         grown = grow_cart_tree(
             self._binned(X, sparse_growth=criterion_code != criteria.ABSOLUTE_ERROR),

@@ -33,6 +33,7 @@ from silva._mixins import (
     ExplainMixin,
     FittedInputMixin,
     MemberSequenceMixin,
+    ParamNamesMixin,
     PredictLogProbaMixin,
 )
 from silva._nothing_learned import cart_root_reason, warn_nothing_learned
@@ -81,7 +82,7 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
 
 
 class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, PersistenceMixin,
-                 BaseEstimator):
+                 ParamNamesMixin, BaseEstimator):
     """Shared fit logic of the forests; use the four public classes."""
 
     _splitter = "best"  # "random" for extra trees

@@ -49,7 +49,7 @@ from sklearn.utils.validation import (
 )
 
 from silva import _input
-from silva._mixins import HeterogeneousEnsembleMixin
+from silva._mixins import HeterogeneousEnsembleMixin, ParamNamesMixin
 from silva.persistence import PersistenceMixin
 from silva.voting import (
     _named_models,
@@ -119,7 +119,7 @@ class _FeatureCount:
 
 
 class _BaseStacking(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
-                    BaseEstimator):
+                    ParamNamesMixin, BaseEstimator):
     n_features_in_ = _FeatureCount()
 
     def __init__(self, estimators, final_estimator=None, *, cv=None, passthrough=False):

@@ -33,7 +33,7 @@ from sklearn.utils.validation import (
 from sklearn.utils.validation import _num_samples as _sklearn_num_samples
 
 from silva import _input
-from silva._mixins import HeterogeneousEnsembleMixin
+from silva._mixins import HeterogeneousEnsembleMixin, ParamNamesMixin
 from silva.persistence import PersistenceMixin
 
 __all__ = ["HeterogeneousEnsembleMixin", "VotingClassifier", "VotingRegressor"]
@@ -171,7 +171,7 @@ def _fit_one(model, X, y, params, progress):
 
 
 class _BaseVoting(PersistenceMixin, HeterogeneousEnsembleMixin, TransformerMixin,
-                  BaseEstimator):
+                  ParamNamesMixin, BaseEstimator):
     def _fit_models(self, X, y, sample_weight, kind, params):
         estimators = check_estimator_list(self.estimators, kind)
         X = check_model_input(self, X, reset=True)
