@@ -184,13 +184,14 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         may take it, as scikit-learn's AdaBoost does; silva's trees need a matrix."""
         return not isinstance(self._base_estimator(), BaseDecisionTree)
 
-    def _fit_learner(self, X, y, weights, rng, round_bins):
+    def _fit_learner(self, X, y, weights, rng, round_bins, takes_weight):
         """Clone the base learner, seed it, and fit it to the weighted sample.
 
         ``weights`` is a :class:`BoostingWeights`. Every round draws a seed, and resampling rounds a
         bootstrap, from ``rng`` in a fixed order, so a fit is reproducible from
         ``random_state``. ``round_bins`` is a dict kept for one ensemble fit, where silva
-        trees keep the bin codes of X between rounds.
+        trees keep the bin codes of X between rounds. ``takes_weight``: whether the base
+        learner's ``fit`` takes ``sample_weight`` (:meth:`_learner_takes_weight`).
         """
         learner = clone(self._base_estimator())
         seed = int(rng.randint(_SEED_HIGH))
@@ -200,7 +201,7 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
                  if key == "random_state" or key.endswith("__random_state")}
         if seeds:
             learner.set_params(**seeds)
-        if self.resample or not has_fit_parameter(learner, "sample_weight"):
+        if self.resample or not takes_weight:
             n_samples = X.shape[0]
             drawn = rng.choice(n_samples, size=n_samples, replace=True, p=weights.normalised)
             learner.fit(X[drawn], y[drawn])
@@ -214,6 +215,11 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         else:
             learner.fit(X, y, sample_weight=weights.for_learner())
         return learner
+
+    def _learner_takes_weight(self):
+        """Whether the base learner's ``fit`` takes ``sample_weight``; asked once a fit,
+        since ``inspect.signature`` costs about 50 us, a tenth of a stump's round."""
+        return has_fit_parameter(self._base_estimator(), "sample_weight")
 
     @property
     def feature_importances_(self):
@@ -339,11 +345,13 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
 
         rng = check_random_state(self.random_state)
         round_bins = {}
+        takes_weight = self._learner_takes_weight()
         boosting = BoostingWeights(sample_weight)
         estimators, betas, errors, normalisers = [], [], [], []
         for _ in progress(range(self.n_estimators), enabled=self.verbose,
                           desc=type(self).__name__):
-            learner = self._fit_learner(X, y_code, boosting, rng, round_bins)
+            learner = self._fit_learner(X, y_code, boosting, rng, round_bins,
+                                        takes_weight)
             weights = boosting.normalised
             if algorithm == "real":
                 proba = self._learner_proba(learner, X)
@@ -619,12 +627,14 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight, y_numeric=True)
         rng = check_random_state(self.random_state)
         round_bins = {}
+        takes_weight = self._learner_takes_weight()
         boosting = BoostingWeights(sample_weight)
         positive = boosting.positive
         estimators, betas, errors = [], [], []
         for _ in progress(range(self.n_estimators), enabled=self.verbose,
                           desc=type(self).__name__):
-            learner = self._fit_learner(X, y, boosting, rng, round_bins)
+            learner = self._fit_learner(X, y, boosting, rng, round_bins,
+                                        takes_weight)
             weights = boosting.normalised
             absolute = np.abs(np.asarray(learner.predict(X), dtype=np.float64).ravel() - y)
             largest = float(absolute[positive].max())
