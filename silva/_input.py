@@ -5,7 +5,6 @@ Every check raises a ``ValueError`` (``TypeError`` for a wrong type) whose messa
 the parameter, the column or the value at fault, so that no bad input reaches compiled code.
 """
 
-import functools
 import numbers
 import warnings
 
@@ -15,7 +14,7 @@ from sklearn.utils import check_random_state, compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
-from silva.engine.random import seed_from_random_state
+from silva.engine.random import seed_from_random_state, seeded_random_state
 from silva.engine.sparse import is_sparse
 
 # The range of total sample weight accepted (see check_sample_weight): the engine squares
@@ -830,17 +829,8 @@ def resolve_max_features(max_features, n_features):
 
 def seed_from_param(random_state):
     """The engine seed that ``seed_from_random_state(check_random_state(random_state))``
-    gives, for an estimator's ``random_state`` parameter.
-
-    An integer always gives the same seed, so it is kept: seeding a fresh Mersenne
-    Twister costs about 40 microseconds, a tenth of a small tree's whole fit, and AdaBoost
-    fits a tree a round.
-    """
+    gives, for an estimator's ``random_state`` parameter; an integer's without building a
+    new ``RandomState`` (:func:`~silva.engine.random.seeded_random_state`)."""
     if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        return _seed_of_integer(int(random_state))
+        return seed_from_random_state(seeded_random_state(random_state))
     return seed_from_random_state(check_random_state(random_state))
-
-
-@functools.lru_cache(maxsize=256)
-def _seed_of_integer(value):
-    return seed_from_random_state(check_random_state(value))

@@ -55,7 +55,7 @@ from silva.engine.forest import iter_grown_trees
 from silva.engine.levelwise import RowShard, poisson_counts, reproducible_offset
 from silva.engine.levelwise_grower import LevelwiseRules, grow_levelwise_trees
 from silva.engine.pruning import prune_tree
-from silva.engine.random import seed_from_random_state
+from silva.engine.random import seed_from_random_state, seeded_random_state
 from silva.inspection import encoded_target
 from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
@@ -77,7 +77,7 @@ def _bootstrap_counts(seed, n_samples, n_drawn):
     The draw is scikit-learn's (``randint`` from a ``RandomState(seed)``), so that the
     in-bag samples can be regenerated from the seed alone.
     """
-    drawn = np.random.RandomState(seed).randint(0, n_samples, n_drawn)
+    drawn = seeded_random_state(seed).randint(0, n_samples, n_drawn)
     return np.bincount(drawn, minlength=n_samples).astype(np.float64)
 
 
@@ -265,7 +265,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                 stats=stats, y=engine_y, weight=weight,
                 sample_indices=inbag.astype(np.int32),
                 min_weight_leaf=fraction * weight.sum(),
-                seed=seed_from_random_state(np.random.RandomState(seed)),
+                seed=seed_from_random_state(seeded_random_state(seed)),
             )
 
         if self.bootstrap == POISSON:
@@ -535,7 +535,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                 np.uint64(seed), np.arange(sample_weight.shape[0], dtype=np.int64),
                 self._poisson_rate)
         if getattr(self, "_draw_rows", None) is not None:
-            return weighted_bootstrap_counts(np.random.RandomState(seed), self._draw_rows,
+            return weighted_bootstrap_counts(seeded_random_state(seed), self._draw_rows,
                                              self._draw_cumulative, sample_weight.shape[0],
                                              n_drawn)
         if self.bootstrap:

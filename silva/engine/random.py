@@ -8,6 +8,8 @@ word of state, full period 2**64, and good enough statistical quality for choosi
 features and thresholds.
 """
 
+import threading
+
 import numba as nb
 import numpy as np
 
@@ -50,6 +52,27 @@ def first_uniform(seed):
 def randint(state, high):
     """An integer drawn uniformly from [0, high); ``high`` must be positive."""
     return np.int64(uniform(state) * high)
+
+
+# One legacy generator per thread, reseeded by seeded_random_state.
+_THREAD_LOCAL = threading.local()
+
+
+def seeded_random_state(seed):
+    """A ``np.random.RandomState`` in the state ``np.random.RandomState(seed)`` starts in.
+
+    The same draws, about ten times cheaper: a new ``RandomState`` first seeds itself from
+    the OS's entropy (about 80 us) before the integer seed replaces that state, and a
+    forest makes two per tree (its bootstrap and its engine seed), about a fifth of a
+    tree's fit on a small table. This reseeds one generator kept per thread instead
+    (``RandomState.seed``: the legacy seeding, as the constructor's). Use the result at
+    once, before the same thread calls this again, which reseeds it.
+    """
+    random_state = getattr(_THREAD_LOCAL, "random_state", None)
+    if random_state is None:
+        random_state = _THREAD_LOCAL.random_state = np.random.RandomState()
+    random_state.seed(seed)
+    return random_state
 
 
 def seed_from_random_state(random_state):
