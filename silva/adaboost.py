@@ -175,9 +175,14 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
                 raise ValueError(f"Input X contains NaN: {type(self).__name__}'s base "
                                  "estimator does not take missing values.")
             return X
+        foreign = self._takes_nd_X()
+        # C order for silva's trees, which need it: X given in another order (digits,
+        # from scikit-learn, comes in Fortran order) was otherwise copied by every
+        # round's tree, which then missed the codes binned in the first round.
         return validate_data(self, X, reset=reset, dtype=np.float64,
+                             order=None if foreign else "C",
                              ensure_all_finite="allow-nan" if allow_nan else True,
-                             allow_nd=self._takes_nd_X())
+                             allow_nd=foreign)
 
     def _takes_nd_X(self):
         """X of more than two dimensions (images, say) is handed to a foreign learner that

@@ -398,3 +398,29 @@ def test_a_foreign_learner_gets_x_of_any_dimension_and_huge_rates_warn_nothing()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         AdaBoostClassifier(n_estimators=30, learning_rate=23.0).fit(X2, y2)
+
+
+@pytest.mark.parametrize("Model", [AdaBoostClassifier, AdaBoostRegressor])
+def test_rounds_bin_x_once_whatever_its_memory_order(Model, monkeypatch):
+    # scikit-learn's digits (and many a DataFrame's values) come in Fortran order. Each
+    # round's tree must reuse the first round's codes: the ensemble hands its trees a
+    # C-ordered X, which they take as it is, so the bin cache keyed on X's identity hits.
+    from silva.engine import binning
+
+    calls = []
+    original = binning.Binner.fit_transform
+
+    def counting(self, X):
+        calls.append(X.shape)
+        return original(self, X)
+
+    monkeypatch.setattr(binning.Binner, "fit_transform", counting)
+    X, y = load_digits(return_X_y=True)
+    X = np.asfortranarray(X[:300])
+    y = y[:300]
+    model = Model(n_estimators=5, random_state=0).fit(X, y)
+    assert len(model.estimators_) > 1
+    assert len(calls) == 1
+    np.testing.assert_array_equal(
+        model.predict(X),
+        Model(n_estimators=5, random_state=0).fit(np.ascontiguousarray(X), y).predict(X))
