@@ -24,6 +24,17 @@ For silva trees a member's bootstrap counts are passed as sample weights (the sa
 as fitting on the repeated rows, without copying them); other estimators whose ``fit``
 takes ``sample_weight`` are given every row with its count as its weight (zero for the
 rows not drawn, as in scikit-learn's bagging), and the rest get the drawn rows repeated.
+
+Fast path for silva's own trees (:class:`_EngineMembers`): when the estimator is
+exactly silva's DecisionTreeClassifier or DecisionTreeRegressor (whatever its
+parameters, but for ``prune`` and ``ccp_alpha="cv"``, which split a member's rows, and
+categorical columns given to the tree rather than the ensemble), X dense and y 1-D, the
+ensemble bins X once and grows each member's tree in the engine on its drawn rows and
+columns, in ``n_jobs`` threads, as random forests grow theirs
+(:func:`silva.engine.forest.iter_grown_jobs`); members are then wrapped as fitted trees.
+A member is the tree its estimator would grow on its rows and columns given the bins of
+the whole X (a tree fitted alone bins its own rows: thresholds move slightly, as for a
+forest's trees); every other step of the tree's fit is kept.
 """
 
 import numbers
