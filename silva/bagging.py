@@ -28,7 +28,7 @@ rows not drawn, as in scikit-learn's bagging), and the rest get the drawn rows r
 Fast path for silva's own trees (:class:`_EngineMembers`): when the estimator is
 exactly silva's DecisionTreeClassifier or DecisionTreeRegressor (whatever its
 parameters, but for ``prune`` and ``ccp_alpha="cv"``, which split a member's rows, and
-categorical columns given to the tree rather than the ensemble), X dense and y 1-D, the
+categorical columns given to the tree rather than the ensemble) and X dense, the
 ensemble bins X once and grows each member's tree in the engine on its drawn rows and
 columns, in ``n_jobs`` threads, as random forests grow theirs
 (:func:`silva.engine.forest.iter_grown_jobs`); members are then wrapped as fitted trees.
@@ -193,16 +193,17 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
     return members
 
 
-def _grows_in_engine(base, X, y):
+def _grows_in_engine(base, X):
     """Whether the members are grown straight in the engine (:class:`_EngineMembers`):
     ``base`` is exactly silva's DecisionTreeClassifier or DecisionTreeRegressor (a
-    subclass may change ``fit``), X is dense, y one-dimensional, and the tree prunes by
+    subclass may change ``fit``), X is dense, and the tree prunes by
     nothing that needs its own rows (``prune`` and ``ccp_alpha="cv"`` split them); a
     tree that has categorical columns of its own takes the general path, which hands it
-    those columns as it always has."""
+    those columns as it always has. A 2-D y (BaggingRegressor) grows multi-output
+    trees."""
     if type(base) not in (DecisionTreeClassifier, DecisionTreeRegressor):
         return False
-    return (not is_sparse(X) and y.ndim == 1 and base.prune is None
+    return (not is_sparse(X) and base.prune is None
             and not isinstance(base.ccp_alpha, str)
             and base.categorical_features is None)
 
@@ -284,6 +285,15 @@ class _EngineMembers:
             member.n_classes_ = n_classes = len(member.classes_)
             row_weight = _input.apply_class_weight(row_weight, _input.class_weight_per_sample(
                 member.class_weight, y_rows, member.classes_))
+        elif y_rows.ndim == 2:
+            # A multi-output regressor's tree (silva._multi_output), as its fit makes it.
+            n_outputs = y_rows.shape[1]
+            if code == criteria.POISSON:
+                _check_poisson_target(y_rows, None)
+            code = _multi_output.check_options(member, code, n_outputs)
+            y_rows, offset = _multi_output.regression_targets(y_rows, row_weight)
+            n_classes = np.ones(n_outputs, dtype=np.intp)
+            target = y_rows - offset
         else:
             n_classes = 1
             if code == criteria.POISSON:
@@ -292,7 +302,7 @@ class _EngineMembers:
                 _input.check_target_scale(y_rows, row_weight)
                 offset = float(np.average(y_rows, weights=row_weight))
             target = y_rows - offset
-        member.n_outputs_ = 1
+        member.n_outputs_ = n_outputs = 1 if y_rows.ndim == 1 else y_rows.shape[1]
         total = row_weight.sum()
         member._check_params(n_samples, total)
         positive = row_weight > 0
@@ -306,17 +316,20 @@ class _EngineMembers:
         histogram_min_samples = (rows.size + 1 if code == criteria.ABSOLUTE_ERROR
                                  else HISTOGRAM_MIN_SAMPLES)
         rules = member._growth_rules(params, code, n_classes, histogram_min_samples,
-                                     self.min_significance)
+                                     self.min_significance, n_outputs)
         # The engine reads targets and weights by row id: the member's rows in place, the
         # others of weight zero (never read).
         n_all = self.X.shape[0]
-        target_all = np.zeros(n_all)
+        target_all = np.zeros((n_all,) + target.shape[1:])
         target_all[rows] = target
         weight_all = np.zeros(n_all)
         weight_all[rows] = row_weight
+        stats = _multi_output.statistics(code, target_all, weight_all, n_classes)
+        # The grower reads y only under absolute_error, which is single-output: a
+        # multi-output tree gets the 1-D placeholder its own fit passes.
+        engine_y = target_all if n_outputs == 1 else np.zeros(n_all)
         task = TreeTask(
-            stats=_multi_output.statistics(code, target_all, weight_all, n_classes),
-            y=target_all, weight=weight_all, sample_indices=rows.astype(np.int32),
+            stats=stats, y=engine_y, weight=weight_all, sample_indices=rows.astype(np.int32),
             min_weight_leaf=params["min_weight_leaf"],
             seed=seed_from_random_state(check_random_state(int(seed))))
         self._jobs[t] = (member, rows, features, target, row_weight, params, offset)
@@ -331,8 +344,10 @@ class _EngineMembers:
         if member.ccp_alpha_ > 0.0:
             tree = prune_tree(tree, member.ccp_alpha_)
             grown = None
-        tree.value += offset
-        if offset != 0.0 and member.monotonic_cst is None:
+        # A multi-output tree's offsets are one per output: (n_outputs, 1) against the
+        # values' (n_nodes, n_outputs, 1).
+        tree.value += np.reshape(offset, (-1, 1)) if np.ndim(offset) else offset
+        if np.any(offset) and member.monotonic_cst is None:
             # The grower's leaf samples are row ids of the whole X.
             if grown is not None:
                 exact_pure_leaf_values(tree, self.y, _leaf_groups(tree, None, grown))
@@ -480,7 +495,7 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
                        n_features_drawn=n_features_drawn,
                        bootstrap_features=self.bootstrap_features, plan=self._draw_plan)
         plan_rows = None if self._draw_plan is None else self._draw_plan[0]
-        if _grows_in_engine(base, X, y):
+        if _grows_in_engine(base, X):
             # silva's own trees: one binning, members grown in threads (the grower
             # releases the GIL), as a forest's trees.
             members = _EngineMembers(base, X, y, is_categorical).fit(
@@ -638,7 +653,9 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
     warm_start : bool, default=False
         Keep the fitted members and add new ones up to ``n_estimators``.
     n_jobs : int or None, default=None
-        Worker processes fitting members (-1: all cores); the result does not depend on it.
+        Workers fitting members (-1: all cores): threads for silva's trees (grown in the
+        engine, which releases the GIL), processes for other estimators; the result does
+        not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds every member's draw and the member itself (its ``random_state``).
     verbose : int, default=0

@@ -114,6 +114,25 @@ def test_regressor_members_are_lone_trees_on_the_ensembles_bins(tree_params):
                                       reference.predict(X[:, bag.estimators_features_[i]]))
 
 
+@pytest.mark.parametrize("criterion", ["squared_error", "friedman_mse"])
+def test_multi_output_regressor_members_are_lone_trees(criterion):
+    X, y = _diabetes
+    Y = np.column_stack([y, np.round(X[:, 2] * 100)])
+    bag = BaggingRegressor(DecisionTreeRegressor(criterion=criterion, max_depth=6),
+                           n_estimators=3, max_features=0.8, random_state=4).fit(X, Y)
+    assert bag.predict(X).shape == Y.shape
+    for i, member in enumerate(bag.estimators_):
+        reference, features = _refit_member(bag, i, X, Y)
+        assert member.n_outputs_ == 2
+        _assert_same_tree(member, reference)
+        np.testing.assert_array_equal(member.predict(X[:, features]),
+                                      reference.predict(X[:, features]))
+    # What a lone tree refuses, the members refuse, in the tree's words.
+    with pytest.raises(ValueError, match="DecisionTreeRegressor: criterion='absolute_error'"):
+        BaggingRegressor(DecisionTreeRegressor(criterion="absolute_error"),
+                         n_estimators=2).fit(X, Y)
+
+
 def test_categorical_and_missing_members_are_lone_trees():
     rng = np.random.RandomState(0)
     X = rng.normal(size=(300, 5))
