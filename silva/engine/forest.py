@@ -8,6 +8,10 @@ grows trees on all cores at once, each serially inside its thread: nested parall
 regions would oversubscribe the cores, and numba's default threading layer does not allow
 them. A tree depends only on its own inputs and seed, so the forest is the same for any
 number of threads.
+
+Bagging of silva's trees (:mod:`silva.bagging`) grows its members the same way, each on
+its own columns of the one binned dataset (:func:`binned_columns`) and under its own
+rules, through :func:`iter_grown_jobs`.
 """
 
 from collections import deque
