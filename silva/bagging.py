@@ -24,6 +24,17 @@ For silva trees a member's bootstrap counts are passed as sample weights (the sa
 as fitting on the repeated rows, without copying them); other estimators whose ``fit``
 takes ``sample_weight`` are given every row with its count as its weight (zero for the
 rows not drawn, as in scikit-learn's bagging), and the rest get the drawn rows repeated.
+
+Fast path for silva's own trees (:class:`_EngineMembers`): when the estimator is
+exactly silva's DecisionTreeClassifier or DecisionTreeRegressor (whatever its
+parameters, but for ``prune`` and ``ccp_alpha="cv"``, which split a member's rows, and
+categorical columns given to the tree rather than the ensemble) and X dense, the
+ensemble bins X once and grows each member's tree in the engine on its drawn rows and
+columns, in ``n_jobs`` threads, as random forests grow theirs
+(:func:`silva.engine.forest.iter_grown_jobs`); members are then wrapped as fitted trees.
+A member is the tree its estimator would grow on its rows and columns given the bins of
+the whole X (a tree fitted alone bins its own rows: thresholds move slightly, as for a
+forest's trees); every other step of the tree's fit is kept.
 """
 
 import numbers
@@ -48,10 +59,25 @@ from silva._mixins import (
     PredictLogProbaMixin,
     remembered,
 )
+from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
 from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
-from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
+from silva.decision_tree import (
+    HISTOGRAM_MIN_SAMPLES,
+    BaseDecisionTree,
+    DecisionTreeClassifier,
+    DecisionTreeRegressor,
+    _check_poisson_target,
+    _leaf_groups,
+    exact_pure_leaf_values,
+)
+from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT
+from silva.engine.cart import BinnedData, TreeTask
+from silva.engine.forest import binned_columns, iter_grown_jobs
+from silva.engine.pruning import prune_tree
+from silva.engine.random import seeded_random_state
+from silva.engine.sparse import is_sparse
 from silva.intervals import JackknifeIntervalMixin
 from silva.persistence import PersistenceMixin
 from silva.voting import _routing_enabled
@@ -84,7 +110,8 @@ def _member_draw(seed, n_samples, n_drawn, bootstrap, n_features, n_features_dra
     """Row counts (n_samples,) and column ids of the member seeded with ``seed``;
     ``plan``: the :func:`~silva._weighted_bootstrap.weighted_draw_plan` of
     ``bootstrap="weighted"``."""
-    random_state = np.random.RandomState(seed)
+    # The draws of np.random.RandomState(seed), without building one (80 us a member).
+    random_state = seeded_random_state(seed)
     features = _member_features(random_state, n_features, n_features_drawn,
                                 bootstrap_features)
     if plan is not None:
@@ -165,6 +192,192 @@ def _fit_members(base, seeds, X, y, sample_weight, draw, is_categorical, plan_ro
             member.fit(X_member[rows], y[rows])
         members.append(member)
     return members
+
+
+def _grows_in_engine(base, X):
+    """Whether the members are grown straight in the engine (:class:`_EngineMembers`):
+    ``base`` is exactly silva's DecisionTreeClassifier or DecisionTreeRegressor (a
+    subclass may change ``fit``), X is dense, and the tree prunes by
+    nothing that needs its own rows (``prune`` and ``ccp_alpha="cv"`` split them); a
+    tree that has categorical columns of its own takes the general path, which hands it
+    those columns as it always has. A 2-D y (BaggingRegressor) grows multi-output
+    trees."""
+    if type(base) not in (DecisionTreeClassifier, DecisionTreeRegressor):
+        return False
+    return (not is_sparse(X) and base.prune is None
+            and not isinstance(base.ccp_alpha, str)
+            and base.categorical_features is None)
+
+
+class _EngineMembers:
+    """Bagging's members when they are silva trees: X binned once for the ensemble and
+    each member's tree grown in the engine on its drawn rows and columns, as a random
+    forest grows its trees (:func:`silva.engine.forest.iter_grown_jobs`), then wrapped in
+    a fitted tree estimator.
+
+    A member is the tree that ``base`` with ``random_state=seed`` grows from its drawn
+    rows (bootstrap counts times sample weights as weights, rows of weight zero left
+    out), its drawn columns, and the bins of the whole training X restricted to those
+    columns: the same tree as ``DecisionTree*.fit`` on those rows would grow, except that
+    a tree fitted alone places its thresholds from its own rows' values (as a forest's
+    trees, which also bin once). Each step of the tree's own fit is kept: its parameter
+    checks and rules (:meth:`~silva.decision_tree.BaseDecisionTree._check_params`,
+    ``_growth_rules``), its classes and class weights computed on the member's rows, a
+    regressor's centring and exact pure leaves, ``ccp_alpha`` pruning, and its warning
+    when nothing is learned.
+    """
+
+    def __init__(self, base, X, y, is_categorical):
+        self.base = base
+        self.is_classifier = isinstance(base, DecisionTreeClassifier)
+        self.X, self.y = X, y
+        n_samples, n_features = X.shape
+        self.is_categorical = (np.zeros(n_features, dtype=bool) if is_categorical is None
+                               else is_categorical)
+        self.params = base.get_params(deep=False)
+        # The tree's own checks, once, before anything is binned: the same errors as a
+        # member's fit would raise.
+        base._check_params(n_samples, 1.0)
+        self.criterion_code = _input.criterion_code(
+            base.criterion, criteria.CLASSIFICATION_CRITERIA if self.is_classifier
+            else criteria.REGRESSION_CRITERIA)
+        self.min_significance = (_input.check_significance_level(base.min_significance)
+                                 if self.is_classifier else 1.0)
+        self.data = BinnedData.from_X(X, self.is_categorical, base.max_bins,
+                                      sparse_growth=False)
+        self.missing = np.isnan(X) if _input.has_missing(X) else None
+        self._columns = {}
+        self._jobs = {}
+
+    def _member(self, seed, features):
+        params = dict(self.params, random_state=int(seed))
+        if self.is_categorical.any():
+            params["categorical_features"] = self.is_categorical[features]
+        member = type(self.base)(**params)
+        # What the tree's input validation sets on a fit to a plain array.
+        member._encoder = None
+        member.is_categorical_ = self.is_categorical[features]
+        member.n_features_in_ = len(features)
+        return member
+
+    def _columns_of(self, features):
+        key = features.tobytes()
+        if key not in self._columns:
+            self._columns[key] = binned_columns(self.data, features)
+        return self._columns[key]
+
+    def job(self, t, seed, counts, features, weights, order):
+        """``(data, rules, task)`` of member ``t`` (see :func:`iter_grown_jobs`); what
+        its wrapping needs is kept until :meth:`finish` takes it."""
+        rows = order[weights[order] > 0]
+        _check_member_weight(rows.size > 0, counts)
+        member = self._member(seed, features)
+        y_rows = self.y[rows]
+        row_weight = _input.check_sample_weight(weights[rows], rows.size)
+        code = self.criterion_code
+        n_samples, total = rows.size, None
+        offset = 0.0
+        if self.is_classifier:
+            # y holds the ensemble's class indices, already checked: the member's classes
+            # are those its rows hold, as classification_target would find them (without
+            # its checks of raw labels, a third of a small member's time).
+            member.classes_ = np.unique(y_rows)
+            target = np.searchsorted(member.classes_, y_rows).astype(np.int64)
+            member.n_classes_ = n_classes = len(member.classes_)
+            row_weight = _input.apply_class_weight(row_weight, _input.class_weight_per_sample(
+                member.class_weight, y_rows, member.classes_))
+        elif y_rows.ndim == 2:
+            # A multi-output regressor's tree (silva._multi_output), as its fit makes it.
+            n_outputs = y_rows.shape[1]
+            if code == criteria.POISSON:
+                _check_poisson_target(y_rows, None)
+            code = _multi_output.check_options(member, code, n_outputs)
+            y_rows, offset = _multi_output.regression_targets(y_rows, row_weight)
+            n_classes = np.ones(n_outputs, dtype=np.intp)
+            target = y_rows - offset
+        else:
+            n_classes = 1
+            if code == criteria.POISSON:
+                _check_poisson_target(y_rows, row_weight)
+            elif code != criteria.ABSOLUTE_ERROR:
+                _input.check_target_scale(y_rows, row_weight)
+                offset = float(np.average(y_rows, weights=row_weight))
+            target = y_rows - offset
+        member.n_outputs_ = n_outputs = 1 if y_rows.ndim == 1 else y_rows.shape[1]
+        total = row_weight.sum()
+        member._check_params(n_samples, total)
+        positive = row_weight > 0
+        if not positive.all():  # a class weight of zero: the tree leaves those rows out
+            rows, target, row_weight = rows[positive], target[positive], row_weight[positive]
+        member.max_features_ = _input.resolve_max_features(member.max_features,
+                                                           len(features))
+        member._has_missing_at_fit = bool(
+            self.missing is not None and self.missing[np.ix_(rows, features)].any())
+        params = member._check_params(rows.size, row_weight.sum())
+        histogram_min_samples = (rows.size + 1 if code == criteria.ABSOLUTE_ERROR
+                                 else HISTOGRAM_MIN_SAMPLES)
+        rules = member._growth_rules(params, code, n_classes, histogram_min_samples,
+                                     self.min_significance, n_outputs)
+        # The engine reads targets and weights by row id: the member's rows in place, the
+        # others of weight zero (never read).
+        n_all = self.X.shape[0]
+        target_all = np.zeros((n_all,) + target.shape[1:])
+        target_all[rows] = target
+        weight_all = np.zeros(n_all)
+        weight_all[rows] = row_weight
+        stats = _multi_output.statistics(code, target_all, weight_all, n_classes)
+        # The grower reads y only under absolute_error, which is single-output: a
+        # multi-output tree gets the 1-D placeholder its own fit passes.
+        engine_y = target_all if n_outputs == 1 else np.zeros(n_all)
+        task = TreeTask(
+            stats=stats, y=engine_y, weight=weight_all, sample_indices=rows.astype(np.int32),
+            min_weight_leaf=params["min_weight_leaf"],
+            seed=_input.seed_from_param(int(seed)))
+        self._jobs[t] = (member, rows, features, target, row_weight, params, offset)
+        return self._columns_of(features), rules, task
+
+    def finish(self, t, grown):
+        """Member ``t``'s fitted estimator around its ``grown`` tree."""
+        member, rows, features, target, row_weight, params, offset = self._jobs.pop(t)
+        tree = grown.tree
+        grown_nodes = tree.node_count
+        member.ccp_alpha_ = float(member.ccp_alpha)
+        if member.ccp_alpha_ > 0.0:
+            tree = prune_tree(tree, member.ccp_alpha_)
+            grown = None
+        # A multi-output tree's offsets are one per output: (n_outputs, 1) against the
+        # values' (n_nodes, n_outputs, 1).
+        tree.value += np.reshape(offset, (-1, 1)) if np.ndim(offset) else offset
+        if np.any(offset) and member.monotonic_cst is None:
+            # The grower's leaf samples are row ids of the whole X.
+            if grown is not None:
+                exact_pure_leaf_values(tree, self.y, _leaf_groups(tree, None, grown))
+            else:
+                exact_pure_leaf_values(tree, self.y[rows], _leaf_groups(
+                    tree, self.X[np.ix_(rows, features)]))
+        member.tree_ = tree
+        if tree.node_count == 1:
+            warn_nothing_learned(
+                f"{type(member).__name__} stopped at its root",
+                cart_root_reason(member, self.X[np.ix_(rows, features)], target,
+                                 row_weight, params, grown_nodes),
+                stacklevel=6)
+        return member
+
+    def fit(self, seeds, draw, sample_weight, plan_rows, n_threads, progress_bar):
+        """The members of ``seeds`` (see :func:`_fit_members` for ``draw``,
+        ``sample_weight`` and ``plan_rows``), grown on ``n_threads`` threads."""
+        order = np.arange(self.X.shape[0]) if plan_rows is None else plan_rows
+        if plan_rows is not None:
+            sample_weight = None
+
+        def make_job(t):
+            counts, features = draw(seeds[t])
+            weights = counts * (sample_weight if sample_weight is not None else 1.0)
+            return self.job(t, seeds[t], counts, features, weights, order)
+
+        grown_trees = iter_grown_jobs(make_job, len(seeds), n_threads)
+        return [self.finish(t, grown) for t, grown in enumerate(progress_bar(grown_trees))]
 
 
 class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin,
@@ -283,13 +496,22 @@ class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstim
                        n_features_drawn=n_features_drawn,
                        bootstrap_features=self.bootstrap_features, plan=self._draw_plan)
         plan_rows = None if self._draw_plan is None else self._draw_plan[0]
-        results = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_fit_members)(base, chunk, X, y, sample_weight, draw, is_categorical,
-                                  plan_rows)
-            for chunk in chunks)
-        for members in progress(results, total=len(chunks), enabled=self.verbose,
-                                desc=type(self).__name__):
+        if _grows_in_engine(base, X):
+            # silva's own trees: one binning, members grown in threads (the grower
+            # releases the GIL), as a forest's trees.
+            members = _EngineMembers(base, X, y, is_categorical).fit(
+                new_seeds, draw, sample_weight, plan_rows, n_jobs,
+                partial(progress, total=len(new_seeds), enabled=self.verbose,
+                        desc=type(self).__name__))
             self.estimators_.extend(members)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator")(
+                delayed(_fit_members)(base, chunk, X, y, sample_weight, draw,
+                                      is_categorical, plan_rows)
+                for chunk in chunks)
+            for members in progress(results, total=len(chunks), enabled=self.verbose,
+                                    desc=type(self).__name__):
+                self.estimators_.extend(members)
         self._seeds.extend(new_seeds)
         self.n_estimators_ = len(self.estimators_)
         if self.oob_score:
@@ -432,7 +654,9 @@ class BaggingClassifier(PredictLogProbaMixin, ClassifierMixin, BaseBagging):
     warm_start : bool, default=False
         Keep the fitted members and add new ones up to ``n_estimators``.
     n_jobs : int or None, default=None
-        Worker processes fitting members (-1: all cores); the result does not depend on it.
+        Workers fitting members (-1: all cores): threads for silva's trees (grown in the
+        engine, which releases the GIL), processes for other estimators; the result does
+        not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds every member's draw and the member itself (its ``random_state``).
     verbose : int, default=0

@@ -8,6 +8,10 @@ grows trees on all cores at once, each serially inside its thread: nested parall
 regions would oversubscribe the cores, and numba's default threading layer does not allow
 them. A tree depends only on its own inputs and seed, so the forest is the same for any
 number of threads.
+
+Bagging of silva's trees (:mod:`silva.bagging`) grows its members the same way, each on
+its own columns of the one binned dataset (:func:`binned_columns`) and under its own
+rules, through :func:`iter_grown_jobs`.
 """
 
 from collections import deque
@@ -18,7 +22,8 @@ import numpy as np
 # The bundles live in silva.engine.cart; importing them from here still works.
 from silva.engine.cart import BinnedData, GrownTree, GrowthRules, TreeTask, grow_cart_tree
 
-__all__ = ["BinnedData", "GrownTree", "GrowthRules", "TreeTask", "iter_grown_trees"]
+__all__ = ["BinnedData", "GrownTree", "GrowthRules", "TreeTask", "iter_grown_jobs",
+           "iter_grown_trees"]
 
 # No parallel region inside a tree grown in a worker thread (see the module docstring).
 NO_PARALLEL_WORK = np.iinfo(np.int64).max
@@ -32,13 +37,21 @@ def iter_grown_trees(data, rules, make_task, n_trees, n_threads):
     iterating (a callback asking to stop early) leaves little work behind; the pending
     trees are cancelled when the generator is closed.
     """
+    return iter_grown_jobs(lambda t: (data, rules, make_task(t)), n_trees, n_threads)
+
+
+def iter_grown_jobs(make_job, n_trees, n_threads):
+    """:func:`iter_grown_trees` for trees that differ in more than their task: tree ``t``
+    is grown from ``make_job(t) = (data, rules, task)``, so that each may read its own
+    columns of one binned dataset under its own rules (bagging's members, each on its
+    drawn features, :mod:`silva.bagging`). Same order, threads and cancellation."""
     if n_threads <= 1 or n_trees <= 1:
         for t in range(n_trees):
-            yield grow_cart_tree(data, rules, make_task(t))
+            yield grow_cart_tree(*make_job(t))
         return
 
     def work(t):
-        return grow_cart_tree(data, rules, make_task(t), NO_PARALLEL_WORK)
+        return grow_cart_tree(*make_job(t), NO_PARALLEL_WORK)
 
     with ThreadPoolExecutor(max_workers=n_threads) as pool:
         pending = deque()
@@ -52,3 +65,27 @@ def iter_grown_trees(data, rules, make_task, n_trees, n_threads):
         finally:
             for future in pending:
                 future.cancel()
+
+
+def binned_columns(data, features):
+    """The :class:`~silva.engine.cart.BinnedData` of the columns ``features`` (ids into
+    ``data``'s, repeats allowed) of a dense ``data``: the same codes, bins and missing
+    bin, so that a tree grown on it splits on the bins of the whole dataset. ``data``
+    itself when ``features`` are all its columns in order."""
+    features = np.asarray(features, dtype=np.intp)
+    if features.shape[0] == data.n_features and np.array_equal(
+            features, np.arange(data.n_features)):
+        return data
+    n_categories = data.n_categories[features]
+    return BinnedData(
+        bin_codes=np.ascontiguousarray(data.bin_codes[features]),
+        codes_by_sample=np.ascontiguousarray(data.codes_by_sample[:, features]),
+        n_value_bins=data.n_value_bins[features],
+        is_categorical=data.is_categorical[features],
+        missing_bin=data.missing_bin,
+        bin_lower=np.ascontiguousarray(data.bin_lower[features]),
+        bin_upper=np.ascontiguousarray(data.bin_upper[features]),
+        n_words=max(1, (int(n_categories.max(initial=1)) + 63) // 64),
+        n_categories=n_categories,
+        n_samples=data.n_samples,
+    )
