@@ -236,3 +236,23 @@ def test_newton_value_soft_thresholds_regularises_and_clips():
     params[MAX_DELTA_STEP] = 0.25
     assert loop.newton_value(np.array([5.0, 6.0]), params, -np.inf, np.inf) == -0.25
     assert loop.newton_value(np.array([-5.0, 6.0]), params, -np.inf, 0.1) == 0.1
+
+
+def test_leaf_updates_serial_below_the_row_threshold_same_model(monkeypatch):
+    # In a parallel fit, trees of few rows add their leaf values serially: the raw
+    # predictions, and so the model, are the same bits as with the parallel pass.
+    import numba
+
+    from silva.engine import leaf_values
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads for the parallel path")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(9000, 6))
+    y = X[:, 0] * 2.0 + np.sin(X[:, 1]) + rng.normal(scale=0.1, size=9000)
+    predictions = []
+    for min_rows in (0, 1 << 40):  # every tree parallel, then every tree serial
+        monkeypatch.setattr(leaf_values, "PARALLEL_UPDATE_MIN_ROWS", min_rows)
+        model = GradientBoostingRegressor(n_estimators=8, random_state=0).fit(X, y)
+        predictions.append(model.predict(X))
+    np.testing.assert_array_equal(predictions[0], predictions[1])

@@ -220,3 +220,26 @@ def test_loss_codes_are_distinct_and_named_on_the_classes():
     assert losses.Quantile.line_search == losses.LINE_SEARCH_QUANTILE
     assert losses.Huber.line_search == losses.LINE_SEARCH_HUBER
     assert losses.LINE_SEARCH_QUANTILE != losses.LINE_SEARCH_HUBER
+
+
+def test_multinomial_gradient_serial_and_parallel_agree(monkeypatch):
+    # Small data takes the serial copy, large the parallel loops: the same bits either way.
+    rng = np.random.default_rng(3)
+    n_samples, n_classes = 5000, 7
+    raw = np.asfortranarray(rng.normal(scale=4.0, size=(n_samples, n_classes)))
+    y = rng.integers(0, n_classes, n_samples).astype(np.float64)
+    loss = losses.MultinomialLogLoss(n_classes)
+    results = []
+    for min_rows in (0, n_samples + 1):  # parallel, then serial
+        monkeypatch.setattr(losses, "MULTINOMIAL_PARALLEL_MIN_ROWS", min_rows)
+        grad = np.empty_like(raw, order="F")
+        hess = np.empty_like(raw, order="F")
+        loss.gradient_hessian(y, raw, grad, hess)
+        results.append((grad, hess))
+    (grad_p, hess_p), (grad_s, hess_s) = results
+    np.testing.assert_array_equal(grad_p, grad_s)
+    np.testing.assert_array_equal(hess_p, hess_s)
+    # And they are the softmax gradient: p - 1[y == k].
+    p = np.exp(raw - raw.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(grad_s, p - (y[:, None] == np.arange(n_classes)), atol=1e-12)
