@@ -185,13 +185,20 @@ def _multinomial_gh(y, raw, grad, hess):
             hess[i, k] = factor * p * (1.0 - p)
 
 
-# Below this many rows the multinomial gradient runs serially: its 3 x n_classes parallel
-# loops start as many parallel regions an iteration, about 15 us each on a quiet 2-core
-# machine and up to 0.4 ms when other processes keep the cores busy, against about
-# 20 ns of serial work a row (16,000 rows x 10 classes: 0.3 ms serially, 0.15 ms
-# on two threads plus the regions' start-up). The values are the same either way.
-MULTINOMIAL_PARALLEL_MIN_ROWS = 1 << 16
-_multinomial_gh_serial = serial_copy(_multinomial_gh)
+# Below this many rows a loss's gradient (and pointwise loss) kernel runs serially, its
+# copy without a parallel region (silva.engine.specialize.serial_copy). Starting a
+# parallel region costs about 15 us on a quiet 2-core machine and up to 0.4 ms when
+# other processes keep the cores busy, against a few ns of work a row: boosting on
+# breast cancer (455 rows) spent half its fit starting the gradient's regions on the
+# busy machine, and the multinomial gradient starts 3 x n_classes of them an iteration
+# (16,000 rows x 10 classes: 0.3 ms of work serially). The values are the same either
+# way, and a small fit compiles no parallel gradient.
+GRADIENT_PARALLEL_MIN_ROWS = 1 << 16
+
+
+def _parallel_if_large(kernel, n_rows):
+    """``kernel`` for ``n_rows >= GRADIENT_PARALLEL_MIN_ROWS``, else its serial copy."""
+    return kernel if n_rows >= GRADIENT_PARALLEL_MIN_ROWS else serial_copy(kernel)
 
 
 @nb.njit(cache=True, error_model="numpy", parallel=True)
@@ -379,8 +386,8 @@ class Loss:
     def pointwise(self, y, raw):
         raw = _raw_2d(raw)
         out = np.empty(raw.shape[0])
-        _pointwise_loss(self.code, float(self.param), np.asarray(y, dtype=np.float64), raw,
-                        out)
+        _parallel_if_large(_pointwise_loss, raw.shape[0])(
+            self.code, float(self.param), np.asarray(y, dtype=np.float64), raw, out)
         return out
 
     def loss(self, y, raw, sample_weight=None):
@@ -404,7 +411,7 @@ class SquaredError(Loss):
         return np.array([np.average(y, weights=sample_weight)])
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _squared_error_gh(y, raw, grad, hess)
+        _parallel_if_large(_squared_error_gh, raw.shape[0])(y, raw, grad, hess)
 
 
 class AbsoluteError(Loss):
@@ -418,7 +425,7 @@ class AbsoluteError(Loss):
         return np.array([weighted_quantile(y, sample_weight, 0.5)])
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _absolute_error_gh(y, raw, grad, hess)
+        _parallel_if_large(_absolute_error_gh, raw.shape[0])(y, raw, grad, hess)
 
     def line_search_param(self):
         return 0.5
@@ -442,7 +449,7 @@ class Huber(Loss):
         self.param = weighted_quantile(np.abs(y - raw[:, 0]), sample_weight, self.alpha)
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _huber_gh(y, raw, float(self.param), grad, hess)
+        _parallel_if_large(_huber_gh, raw.shape[0])(y, raw, float(self.param), grad, hess)
 
 
 class Quantile(Loss):
@@ -459,7 +466,7 @@ class Quantile(Loss):
         return np.array([weighted_quantile(y, sample_weight, self.param)])
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _quantile_gh(y, raw, float(self.param), grad, hess)
+        _parallel_if_large(_quantile_gh, raw.shape[0])(y, raw, float(self.param), grad, hess)
 
 
 class _LogLink(Loss):
@@ -482,7 +489,7 @@ class Poisson(_LogLink):
             raise ValueError("loss='poisson' needs a positive (weighted) sum of y.")
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _poisson_gh(y, raw, grad, hess)
+        _parallel_if_large(_poisson_gh, raw.shape[0])(y, raw, grad, hess)
 
 
 class Gamma(_LogLink):
@@ -494,7 +501,7 @@ class Gamma(_LogLink):
             raise ValueError(f"loss='gamma' needs y > 0; the smallest y is {y.min()}.")
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _gamma_gh(y, raw, grad, hess)
+        _parallel_if_large(_gamma_gh, raw.shape[0])(y, raw, grad, hess)
 
 
 class Tweedie(_LogLink):
@@ -512,7 +519,7 @@ class Tweedie(_LogLink):
             raise ValueError("loss='tweedie' needs a positive (weighted) sum of y.")
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _tweedie_gh(y, raw, float(self.param), grad, hess)
+        _parallel_if_large(_tweedie_gh, raw.shape[0])(y, raw, float(self.param), grad, hess)
 
 
 class BinaryLogLoss(Loss):
@@ -525,7 +532,7 @@ class BinaryLogLoss(Loss):
         return np.array([np.log(p / (1 - p))])
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _binary_log_loss_gh(y, raw, grad, hess)
+        _parallel_if_large(_binary_log_loss_gh, raw.shape[0])(y, raw, grad, hess)
 
     def link(self, raw):
         p = sigmoid(raw[:, 0])
@@ -547,10 +554,7 @@ class MultinomialLogLoss(Loss):
         return np.log(p)
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        if raw.shape[0] >= MULTINOMIAL_PARALLEL_MIN_ROWS:
-            _multinomial_gh(y, raw, grad, hess)
-        else:
-            _multinomial_gh_serial(y, raw, grad, hess)
+        _parallel_if_large(_multinomial_gh, raw.shape[0])(y, raw, grad, hess)
 
     def link(self, raw):
         return softmax(raw)
@@ -566,7 +570,7 @@ class Exponential(Loss):
         return np.array([0.5 * np.log(p / (1 - p))])
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        _exponential_gh(y, raw, grad, hess)
+        _parallel_if_large(_exponential_gh, raw.shape[0])(y, raw, grad, hess)
 
     def link(self, raw):
         p = sigmoid(2.0 * raw[:, 0])

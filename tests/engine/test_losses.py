@@ -231,7 +231,7 @@ def test_multinomial_gradient_serial_and_parallel_agree(monkeypatch):
     loss = losses.MultinomialLogLoss(n_classes)
     results = []
     for min_rows in (0, n_samples + 1):  # parallel, then serial
-        monkeypatch.setattr(losses, "MULTINOMIAL_PARALLEL_MIN_ROWS", min_rows)
+        monkeypatch.setattr(losses, "GRADIENT_PARALLEL_MIN_ROWS", min_rows)
         grad = np.empty_like(raw, order="F")
         hess = np.empty_like(raw, order="F")
         loss.gradient_hessian(y, raw, grad, hess)
