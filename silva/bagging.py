@@ -56,6 +56,7 @@ from silva._mixins import (
     ExplainMixin,
     FittedInputMixin,
     MemberSequenceMixin,
+    ParamNamesMixin,
     PredictLogProbaMixin,
     remembered,
 )
@@ -381,7 +382,7 @@ class _EngineMembers:
 
 
 class BaseBagging(MemberSequenceMixin, ExplainMixin, FittedInputMixin, BaseEstimatorNanMixin,
-                  PersistenceMixin, BaseEstimator):
+                  PersistenceMixin, ParamNamesMixin, BaseEstimator):
     """Shared fit logic of :class:`BaggingClassifier` and :class:`BaggingRegressor`."""
 
     def __init__(self, estimator=None, n_estimators=10, *, max_samples=1.0, max_features=1.0,
