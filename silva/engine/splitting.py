@@ -191,16 +191,21 @@ def _make_scans(proxy, criterion_name, classification):
 
     def scan_categorical(criterion, bins, sums, n_present, missing, node_sums,
                          min_samples_leaf, min_weight_leaf, random_state_seed, use_random,
-                         n_classes, left, scores, bitset, best_left, in_left, order,
-                         order_buffer, rng):
+                         n_classes, left, scores, bitset, best_left, work):
         """Best category partition of a categorical feature from its compact histogram.
 
         The missing bin joins the scan as one more category when the node has missing values.
         Writes the left set into ``bitset`` and its channel sums into ``best_left``, and
-        returns ``(score, missing_go_left)``. ``in_left``, ``order`` and ``order_buffer``
-        (one entry per bin and one more) and ``rng`` (one word) are scratch: the scan
+        returns ``(score, missing_go_left)``. ``work`` (``3 * sums.shape[0] + 1``
+        words) is scratch: the entries going left, their order by score and the merge
+        sort's other half, and the random subsets' generator state, so that the scan
         allocates nothing (see :func:`_category_order`).
         """
+        n_rows = sums.shape[0]
+        order = work[:n_rows]
+        order_buffer = work[n_rows:2 * n_rows]
+        in_left = work[2 * n_rows:3 * n_rows]  # 1: the entry goes left
+        rng = work[3 * n_rows:3 * n_rows + 1].view(np.uint64)
         n_channels = node_sums.shape[0]
         has_missing = missing[0] > 0
         n_entries = n_present + (1 if has_missing else 0)
@@ -209,7 +214,7 @@ def _make_scans(proxy, criterion_name, classification):
                 sums[n_present, c] = missing[c]
         best_gain = _NO_SPLIT
         for e in range(n_entries):
-            in_left[e] = False
+            in_left[e] = 0
         if n_entries < 2:
             return best_gain, False
         if use_random:
@@ -221,7 +226,7 @@ def _make_scans(proxy, criterion_name, classification):
                 n_left += in_left[e]
             if n_left == 0 or n_left == n_entries:
                 flip = randint(rng, n_entries)
-                in_left[flip] = not in_left[flip]
+                in_left[flip] = 1 - in_left[flip]
             for c in range(n_channels):
                 left[c] = 0.0
             for e in range(n_entries):
@@ -258,7 +263,7 @@ def _make_scans(proxy, criterion_name, classification):
             _category_order(criterion, sums, n_entries, best_order, scores, order,
                             order_buffer)
             for p in range(best_position + 1):
-                in_left[order[p]] = True
+                in_left[order[p]] = 1
         if best_gain == _NO_SPLIT:
             return best_gain, False
         best_left[:] = 0.0
@@ -267,7 +272,7 @@ def _make_scans(proxy, criterion_name, classification):
                 for c in range(n_channels):
                     best_left[c] += sums[e, c]
         if has_missing:
-            missing_left = in_left[n_present]
+            missing_left = in_left[n_present] != 0
         else:
             n_left_samples = 0.0
             for e in range(n_entries):
@@ -510,11 +515,11 @@ def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, u
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
                      node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
                      lower, upper, left, scores, bitset, best_left, constraint, min_value,
-                     max_value, in_left, order, order_buffer, rng):
+                     max_value, category_work):
     """Best split of feature ``f`` from its compact histogram (``constraint``,
     ``min_value`` and ``max_value``: its monotonic constraint and the node's value
-    bounds, read by the monotone copy alone; ``in_left``, ``order``, ``order_buffer``
-    and ``rng``: the category scan's scratch).
+    bounds, read by the monotone copy alone; ``category_work``: the category scan's
+    scratch).
 
     Returns ``(score, last_left_bin, missing_go_left, is_constant)``; ``bitset`` receives
     the left category set of a categorical split and ``best_left`` the left sums.
@@ -525,7 +530,7 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
         gain, missing_left = scan_categorical(
             criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
             min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left,
-            in_left, order, order_buffer, rng)
+            category_work)
         return gain, -1, missing_left, False
     return evaluate_numeric_feature(
         criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
@@ -592,17 +597,14 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
         missing = np.empty(n_channels)
         left = np.empty(n_channels)
         scores = np.empty(n_bins + 1)
-        in_left = np.empty(n_bins + 1, dtype=np.bool_)
-        order = np.empty(n_bins + 1, dtype=np.int64)
-        order_buffer = np.empty(n_bins + 1, dtype=np.int64)
-        rng = np.empty(1, dtype=np.uint64)
+        category_work = np.empty(3 * (n_bins + 1) + 1, dtype=np.int64)
         n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
                                            missing)
         gain, last_left_bin, missing_left, constant = evaluate_feature(
             criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
             min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
             left, scores, out_bitsets[j], out_lefts[j], monotonic_cst[f], min_value,
-            max_value, in_left, order, order_buffer, rng,
+            max_value, category_work,
         )
         out_gain[j] = gain
         out_bin[j] = last_left_bin
@@ -622,10 +624,7 @@ SplitScratch = namedtuple("SplitScratch", [
     "side_sums",  # (5, n_channels): missing, left, right, best left of a feature, of the node
     "bitset",  # (n_words,) candidate category bitset
     "seeds",  # (n_features,) per-feature random seeds
-    "in_left",  # (n_bins + 1,) category scan: the entries going left
-    "order",  # (n_bins + 1,) category scan: the entries by score
-    "order_buffer",  # (n_bins + 1,) category scan: the merge sort's other half
-    "category_rng",  # (1,) category scan: random subsets' generator state
+    "category_work",  # (3 * (n_bins + 1) + 1,) the category scan's (scan_categorical)
 ])
 # Rows of SplitScratch.side_sums.
 SIDE_MISSING, SIDE_LEFT, SIDE_RIGHT, SIDE_FEATURE_LEFT, SIDE_NODE_LEFT = range(5)
@@ -644,10 +643,7 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
         np.empty((5, n_channels)),
         np.empty(n_words, dtype=np.uint64),
         np.empty(n_features, dtype=np.uint64),
-        np.empty(n_bins + 1, dtype=np.bool_),
-        np.empty(n_bins + 1, dtype=np.int64),
-        np.empty(n_bins + 1, dtype=np.int64),
-        np.empty(1, dtype=np.uint64),
+        np.empty(3 * (n_bins + 1) + 1, dtype=np.int64),
     )
 
 
@@ -906,8 +902,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     criterion, f, True, scratch_bins, scratch_sums, n_present, missing,
                     node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds[j],
                     n_classes, lower, upper, left, scratch_scores, bitset, feature_left,
-                    monotonic_cst[f], min_value, max_value, scratch.in_left,
-                    scratch.order, scratch.order_buffer, scratch.category_rng,
+                    monotonic_cst[f], min_value, max_value, scratch.category_work,
                 )
                 n_non_constant += not constant
                 if gain > best_gain:
