@@ -697,7 +697,9 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     # view cost an atomic increment and decrement per node (about a third of a deep
     # tree's grow time in grow_tree's own code, under perf); called apart they pass
     # their arrays as plain arguments.
-    nrt_free = {"_nrt": False, "inline": "never"}
+    # Called from grow_tree alone: no CPython wrapper, whose unboxing of some thirty
+    # arguments was about half a second of a cold first fit.
+    nrt_free = {"_nrt": False, "inline": "never", "no_cpython_wrapper": True}
     if sparse:
         split_node = specialize(
             _split_node, variant,

@@ -297,7 +297,8 @@ def _make_scans(proxy, criterion_name, classification):
     for scan in (scan_numeric, scan_categorical):
         # A name of its own per criterion, so that numba caches each copy apart.
         scan.__name__ = scan.__qualname__ = f"{scan.__name__}_{criterion_name}"
-        scans.append(nb.njit(cache=True, error_model="numpy")(scan))
+        # Called from compiled code alone: no CPython wrapper to compile.
+        scans.append(nb.njit(cache=True, error_model="numpy", no_cpython_wrapper=True)(scan))
     return scans
 
 
@@ -686,7 +687,9 @@ def _any_categorical(is_categorical, features):
     return False
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+# Called from compiled code alone: no CPython wrapper to compile (see
+# grower.compiled_grower).
+@nb.njit(cache=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True)
 def search_numeric_features(criterion, features, seeds, first, last, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
                             bin_codes, sample_indices, start, end, missing_bin, lower,
