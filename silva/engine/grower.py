@@ -128,13 +128,15 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
 
 
 # Bound per criterion by compiled_grower() (see silva.engine.specialize): grow_tree,
-# _open_node and _split_node are templates, compiled only as the copies compiled_grower() makes.
+# _open_node and _split_node are templates, compiled only as the copies
+# compiled_grower() makes.
 #
-# The grower's steps are inlined into it (inline="always") and take the arrays they read
-# as arguments, which the grower takes out of its named tuples once per tree. Steps that
-# took the named tuples, or were called apart (each call passing the tuples' arrays as
-# some hundred scalar arguments), added a few hundred nanoseconds per node: forests of
-# fully grown trees (five features searched per node) grew 20-30% slower.
+# The grower's steps take the arrays they read as arguments, which the grower takes out
+# of its named tuples once per tree. Inlined (inline="always"), steps that took the
+# named tuples added a few hundred nanoseconds per node in reference counts: forests of
+# fully grown trees grew 20-30% slower. The two per-node steps that allocate nothing
+# (_open_node, _split_node) are instead called apart, compiled without reference
+# counts, in the copies whose split search allows it (see compiled_grower).
 ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
 SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not compiled
 MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compiled only then
