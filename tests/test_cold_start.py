@@ -70,8 +70,10 @@ def test_each_criterion_binds_its_own_scans():
         dense = bound["_evaluate_dense_parallel"].py_func.__globals__
         assert dense["evaluate_feature"] is bound["evaluate_feature"]
         grow = grower.compiled_grower(code)
-        assert grow.py_func.__globals__["find_node_split"] is finder
-        fill_node = grow.py_func.__globals__["_fill_node"]
+        # The grower opens its nodes through its _open_node step, which searches them.
+        open_node = grow.py_func.__globals__["_open_node"].py_func.__globals__
+        assert open_node["find_node_split"] is finder
+        fill_node = open_node["_fill_node"]
         assert (fill_node.py_func.__globals__["ORDER_STATISTICS"]
                 == (code == criteria.ABSOLUTE_ERROR))
         assert grow.targetoptions["nogil"]

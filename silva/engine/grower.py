@@ -70,7 +70,7 @@ from silva.engine.nodes import (
     take_slot,
 )
 from silva.engine.significance import split_p_value
-from silva.engine.specialize import specialize
+from silva.engine.specialize import specialize, specialize_options
 from silva.engine.splitting import (
     find_node_split,
     kernel_suffix,
@@ -127,18 +127,26 @@ def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
         np.float64(min_significance), np.bool_(gather_codes))
 
 
-# Bound per criterion by compiled_grower() (see silva.engine.specialize): grow_tree and
-# _open_node are templates, compiled only as the copies compiled_grower() makes.
+# Bound per criterion by compiled_grower() (see silva.engine.specialize): grow_tree,
+# _open_node and _split_node are templates, compiled only as the copies
+# compiled_grower() makes.
 #
-# The grower's steps are inlined into it (inline="always") and take the arrays they read
-# as arguments, which the grower takes out of its named tuples once per tree. Steps that
-# took the named tuples, or were called apart (each call passing the tuples' arrays as
-# some hundred scalar arguments), added a few hundred nanoseconds per node: forests of
-# fully grown trees (five features searched per node) grew 20-30% slower.
+# The grower's steps take the arrays they read as arguments, which the grower takes out
+# of its named tuples once per tree. Inlined (inline="always"), steps that took the
+# named tuples added a few hundred nanoseconds per node in reference counts: forests of
+# fully grown trees grew 20-30% slower. The two per-node steps that allocate nothing
+# (_open_node, _split_node) are instead called apart, compiled without reference
+# counts, in the copies whose split search allows it (see compiled_grower).
 ORDER_STATISTICS = False  # absolute_error: node medians from order statistics
 SIGNIFICANCE = True  # False: no significance test (min_significance >= 1), not compiled
 MONOTONE = False  # True: monotonic constraints (silva.engine.monotone), compiled only then
 SPARSE = False  # True in _partition's copy for silva.engine.cart_sparse alone
+# True in the parallel dense copies (but absolute_error's): nodes below the parallel
+# threshold open through _open_small_node, the serial copy's step without reference
+# counts (see compiled_grower), and only the large ones through the inlined
+# _open_node, whose parallel search allocates.
+SMALL_NODES_APART = False
+_open_small_node = None
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -349,6 +357,61 @@ def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_cate
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def _open_node(table, node_sums, values, bitsets, pool, scratch_hist, node, rules, y,
+               weight, sample_indices, bin_codes, ordered_codes, ordered_stats, stats,
+               root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
+               bin_upper, rng_state, split_scratch, split_bitset, monotonic_cst, min_value,
+               max_value):
+    """Fill the new ``node`` (its sample range, depth, histogram slot and channel sums
+    already set): impurity and value, and, unless a stopping rule makes it a leaf, its
+    best split. Returns whether it has a split to apply (it joins the frontier); its
+    histogram slot is the caller's to release if not. At most 30 arguments: a longer
+    call compiles to CALL_FUNCTION_EX, which numba cannot inline."""
+    row = table[node]
+    sums = node_sums[node]
+    splittable, node_impurity = _fill_node(row, sums, values[node], rules, y, weight,
+                                           sample_indices)
+    # One return: inlined, an early one left numba more reference counts to keep.
+    opened = False
+    if splittable:
+        use_histogram = row.hist_slot >= 0
+        # Chosen before the call: a call of more than 30 arguments compiles to
+        # CALL_FUNCTION_EX, which numba takes only without control flow inside.
+        node_histogram = pool[row.hist_slot] if use_histogram else scratch_hist
+        parallel = (row.end - row.start) * n_value_bins.shape[0] >= rules.parallel_min_work
+        gain, feature, last_left_bin, missing_left = find_node_split(
+            rules.criterion, node_histogram, use_histogram, parallel, bin_codes,
+            ordered_codes, ordered_stats, stats, y, weight, sample_indices, row.start,
+            row.end, sums, node_impurity, root_weight, n_value_bins, is_categorical,
+            missing_bin, bin_lower, bin_upper, rules.min_samples_leaf,
+            rules.min_weight_leaf, rules.max_features, rules.use_random, rng_state,
+            rules.n_classes, split_scratch, split_bitset, monotonic_cst, min_value,
+            max_value)
+        opened = _accept_split(row, bitsets[node], sums, gain, feature, last_left_bin,
+                               missing_left, rules, is_categorical, split_scratch,
+                               split_bitset)
+    return opened
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _split_node(table, node, bitsets, pending_sums, is_categorical, missing_bin,
+                sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
+                right_indices, right_words, right_stats, bin_lower, bin_upper):
+    """Apply ``node``'s chosen split: partition its samples (the children's channel
+    sums into ``pending_sums``' two rows) and write its decision rule. Returns the
+    number of samples going left."""
+    row = table[node]
+    node_bitset = bitsets[node]
+    n_left, largest_left_bin, smallest_right_bin = _partition(
+        row, node_bitset, pending_sums[0], pending_sums[1], is_categorical, missing_bin,
+        sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
+        right_indices, right_words, right_stats)
+    _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_categorical,
+                 missing_bin, bin_lower, bin_upper)
+    return n_left
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
                          scratch_hist, bin_codes, stats, sample_indices,
                          histogram_min_samples, parallel_min_work):
@@ -452,11 +515,6 @@ def grow_tree(data, rules, samples, monotonic_cst):
     split_scratch = buffers.split_scratch
     split_bitset = buffers.split_bitset
     scratch_hist = buffers.scratch_histogram
-    n_classes = rules.n_classes
-    min_samples_leaf = rules.min_samples_leaf
-    min_weight_leaf = rules.min_weight_leaf
-    max_features = rules.max_features
-    use_random = rules.use_random
     parallel_min_work = rules.parallel_min_work
     parent = -1
     depth = 0
@@ -476,6 +534,11 @@ def grow_tree(data, rules, samples, monotonic_cst):
                 node_bounds = grow_rows(node_bounds, n_nodes)
         for p in range(n_pending):
             node = first_new + p
+            if MONOTONE:
+                min_value = pending_bounds[p, 0]
+                max_value = pending_bounds[p, 1]
+                node_bounds[node, 0] = min_value
+                node_bounds[node, 1] = max_value
             row = table[node]
             if parent >= 0:
                 link_child(table, parent, node, p == 0)
@@ -487,33 +550,23 @@ def grow_tree(data, rules, samples, monotonic_cst):
             # temporary first (in case the two overlap), an allocation per node.
             for c in range(n_channels):
                 node_sums[node, c] = pending_sums[p, c]
-            sums = node_sums[node]
-            splittable, node_impurity = _fill_node(row, sums, values[node], rules, y, weight,
-                                                   sample_indices)
+            if SMALL_NODES_APART and (row.end - row.start) * n_features < parallel_min_work:
+                opened[p] = _open_small_node(
+                    table, node_sums, values, bitsets, pool, scratch_hist, node, rules, y,
+                    weight, sample_indices, bin_codes, ordered_codes, ordered_stats, stats,
+                    root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
+                    bin_upper, rng_state, split_scratch, split_bitset, monotonic_cst,
+                    min_value, max_value)
+            else:
+                opened[p] = _open_node(
+                    table, node_sums, values, bitsets, pool, scratch_hist, node, rules, y,
+                    weight, sample_indices, bin_codes, ordered_codes, ordered_stats, stats,
+                    root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
+                    bin_upper, rng_state, split_scratch, split_bitset, monotonic_cst,
+                    min_value, max_value)
             if MONOTONE:
-                min_value = pending_bounds[p, 0]
-                max_value = pending_bounds[p, 1]
-                node_bounds[node, 0] = min_value
-                node_bounds[node, 1] = max_value
+                # After the split search, which reads the bounds, not the value.
                 clip_node_value(classification, values[node], min_value, max_value)
-            opened[p] = False
-            if splittable:
-                use_histogram = row.hist_slot >= 0
-                # Chosen before the call: a call of more than 30 arguments compiles to
-                # CALL_FUNCTION_EX, which numba takes only without control flow inside.
-                node_histogram = pool[row.hist_slot] if use_histogram else scratch_hist
-                gain, feature, last_left_bin, missing_left = find_node_split(
-                    rules.criterion, node_histogram, use_histogram,
-                    (row.end - row.start) * n_features >= parallel_min_work,
-                    bin_codes, ordered_codes, ordered_stats, stats, y, weight,
-                    sample_indices, row.start, row.end, sums, node_impurity, root_weight,
-                    n_value_bins, is_categorical, missing_bin, bin_lower, bin_upper,
-                    min_samples_leaf, min_weight_leaf, max_features, use_random, rng_state,
-                    n_classes, split_scratch, split_bitset, monotonic_cst, min_value,
-                    max_value)
-                opened[p] = _accept_split(row, bitsets[node], sums, gain, feature,
-                                          last_left_bin, missing_left, rules,
-                                          is_categorical, split_scratch, split_bitset)
             if not opened[p]:
                 release_slot(row, free_slots)
         for p in range(n_pending - 1, -1, -1):
@@ -528,13 +581,11 @@ def grow_tree(data, rules, samples, monotonic_cst):
         if node < 0:
             break
         n_leaves += 1
+        n_left = _split_node(table, node, bitsets, pending_sums, is_categorical,
+                             missing_bin, sample_indices, bin_codes, ordered_codes,
+                             code_words, ordered_stats, right_indices, right_words,
+                             right_stats, bin_lower, bin_upper)
         row = table[node]
-        n_left, largest_left_bin, smallest_right_bin = _partition(
-            row, bitsets[node], pending_sums[0], pending_sums[1], is_categorical,
-            missing_bin, sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
-            right_indices, right_words, right_stats)
-        _apply_split(row, bitsets[node], largest_left_bin, smallest_right_bin,
-                     is_categorical, missing_bin, bin_lower, bin_upper)
         if MONOTONE:
             for p in range(2):
                 pending_bounds[p, 0] = node_bounds[node, 0]
@@ -631,22 +682,57 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
                            **node_functions)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
                              extras=extras)
-    bindings = {"_fill_node": fill_node,
-                "find_node_split": split_finder(criterion, parallel, categorical,
-                                                random=extras, monotone=monotone,
-                                                sparse=sparse)}
     if sparse:
         variant += "_sparse"
-        bindings.update(
+    if monotone:
+        variant += "_monotone"
+    node_bindings = {"_fill_node": fill_node,
+                     "find_node_split": split_finder(criterion, parallel, categorical,
+                                                     random=extras, monotone=monotone,
+                                                     sparse=sparse)}
+    if not extras:
+        node_bindings["_accept_split"] = specialize(_accept_split, "plain",
+                                                    SIGNIFICANCE=False)
+    # The dense grower's per-node steps, but for the parallel split search and
+    # absolute_error's order statistics, allocate nothing: they are compiled apart,
+    # without numba's reference counts. Inlined into grow_tree, each array they read or
+    # view cost an atomic increment and decrement per node (about a third of a deep
+    # tree's grow time in grow_tree's own code, under perf); called apart they pass
+    # their arrays as plain arguments.
+    # Called from grow_tree alone: no CPython wrapper, whose unboxing of some thirty
+    # arguments was about half a second of a cold first fit.
+    nrt_free = {"_nrt": False, "inline": "never", "no_cpython_wrapper": True}
+    if sparse:
+        split_node = specialize(
+            _split_node, variant,
             _partition=specialize(cart_sparse.partition_sparse, "cart",
                                   partition_node=specialize(_partition, "sparse",
-                                                            SPARSE=True)),
+                                                            SPARSE=True)))
+    elif order_statistics:
+        split_node = specialize(_split_node, variant)
+    else:
+        split_node = specialize_options(_split_node, "nrt_free", nrt_free)
+    bindings = {"_split_node": split_node}
+    if sparse or order_statistics:
+        bindings["_open_node"] = specialize(_open_node, variant, **node_bindings)
+    elif not parallel:
+        bindings["_open_node"] = specialize_options(_open_node, variant, nrt_free,
+                                                    **node_bindings)
+    else:
+        bindings["_open_node"] = specialize(_open_node, variant, **node_bindings)
+        serial_variant = variant.replace(suffix, variant_suffix(suffix, parallel=False), 1)
+        bindings["SMALL_NODES_APART"] = True
+        bindings["_open_small_node"] = specialize_options(
+            _open_node, serial_variant, nrt_free,
+            **dict(node_bindings, find_node_split=split_finder(
+                criterion, False, categorical, random=extras, monotone=monotone)))
+    if sparse:
+        bindings.update(
             _order_root_samples=cart_sparse.order_root_samples_sparse,
             aligned_histograms=cart_sparse.no_histogram_pool,
             build_histogram=cart_sparse.no_histogram,
             _children_histograms=cart_sparse.no_children_histograms)
     if monotone:
-        variant += "_monotone"
         bindings["MONOTONE"] = True
         bindings["ORDER_STATISTICS"] = order_statistics
     if not parallel and not sparse:
@@ -656,6 +742,5 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
             _children_histograms, "serial", build_histogram=build,
             subtract_histogram=subtract)
     if not extras:
-        bindings["_accept_split"] = specialize(_accept_split, "plain", SIGNIFICANCE=False)
         bindings["push_frontier"], bindings["pop_frontier"] = stack_frontier()
     return specialize(grow_tree, variant, **bindings)

@@ -70,7 +70,7 @@ from silva.engine.criteria import (
 )
 from silva.engine.monotone import split_respects_constraint
 from silva.engine.random import first_uniform, next_uint64, randint, uniform
-from silva.engine.specialize import specialize
+from silva.engine.specialize import specialize, specialize_options
 
 _NO_SPLIT = -np.inf
 
@@ -87,11 +87,42 @@ def _children_large_enough(left, node_sums, min_samples_leaf):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def _category_order(criterion, bins, sums, n_entries, target_class, scores):
-    """Entries (categories) sorted by their score, stably (see criteria.category_score)."""
+def _category_order(criterion, sums, n_entries, target_class, scores, order, buffer):
+    """Write into ``order[:n_entries]`` the entries (categories) sorted by their score
+    (see criteria.category_score), stably: equal scores keep their entry order.
+
+    A bottom-up merge sort through ``buffer`` (as long as ``order``), so that it
+    allocates nothing: the split search that calls it runs without numba's reference
+    counts (see :func:`search_numeric_features`), which rules out allocation. Any
+    stable sort gives the one order numpy's stable ``argsort`` gave.
+    """
     for e in range(n_entries):
         scores[e] = category_score(criterion, sums[e], target_class)
-    return np.argsort(scores[:n_entries], kind="mergesort")
+        order[e] = e
+    source = order
+    target = buffer
+    in_buffer = False
+    width = 1
+    while width < n_entries:
+        for low in range(0, n_entries, 2 * width):
+            middle = min(low + width, n_entries)
+            high = min(low + 2 * width, n_entries)
+            i = low
+            j = middle
+            for k in range(low, high):
+                # The right run's entry goes first only when strictly smaller: stable.
+                if j < high and (i >= middle or scores[source[j]] < scores[source[i]]):
+                    target[k] = source[j]
+                    j += 1
+                else:
+                    target[k] = source[i]
+                    i += 1
+        source, target = target, source
+        in_buffer = not in_buffer
+        width *= 2
+    if in_buffer:
+        for e in range(n_entries):
+            order[e] = buffer[e]
 
 
 def _make_scans(proxy, criterion_name, classification):
@@ -160,13 +191,21 @@ def _make_scans(proxy, criterion_name, classification):
 
     def scan_categorical(criterion, bins, sums, n_present, missing, node_sums,
                          min_samples_leaf, min_weight_leaf, random_state_seed, use_random,
-                         n_classes, left, scores, bitset, best_left):
+                         n_classes, left, scores, bitset, best_left, work):
         """Best category partition of a categorical feature from its compact histogram.
 
         The missing bin joins the scan as one more category when the node has missing values.
         Writes the left set into ``bitset`` and its channel sums into ``best_left``, and
-        returns ``(score, missing_go_left)``.
+        returns ``(score, missing_go_left)``. ``work`` (``3 * sums.shape[0] + 1``
+        words) is scratch: the entries going left, their order by score and the merge
+        sort's other half, and the random subsets' generator state, so that the scan
+        allocates nothing (see :func:`_category_order`).
         """
+        n_rows = sums.shape[0]
+        order = work[:n_rows]
+        order_buffer = work[n_rows:2 * n_rows]
+        in_left = work[2 * n_rows:3 * n_rows]  # 1: the entry goes left
+        rng = work[3 * n_rows:3 * n_rows + 1].view(np.uint64)
         n_channels = node_sums.shape[0]
         has_missing = missing[0] > 0
         n_entries = n_present + (1 if has_missing else 0)
@@ -174,12 +213,12 @@ def _make_scans(proxy, criterion_name, classification):
             for c in range(n_channels):
                 sums[n_present, c] = missing[c]
         best_gain = _NO_SPLIT
-        in_left = np.zeros(n_entries, dtype=np.bool_)
+        for e in range(n_entries):
+            in_left[e] = 0
         if n_entries < 2:
             return best_gain, False
         if use_random:
             # A random non-trivial subset of the node's categories goes left.
-            rng = np.empty(1, dtype=np.uint64)
             rng[0] = random_state_seed
             n_left = 0
             for e in range(n_entries):
@@ -187,7 +226,7 @@ def _make_scans(proxy, criterion_name, classification):
                 n_left += in_left[e]
             if n_left == 0 or n_left == n_entries:
                 flip = randint(rng, n_entries)
-                in_left[flip] = not in_left[flip]
+                in_left[flip] = 1 - in_left[flip]
             for c in range(n_channels):
                 left[c] = 0.0
             for e in range(n_entries):
@@ -204,7 +243,8 @@ def _make_scans(proxy, criterion_name, classification):
             best_order = np.int64(-1)
             best_position = -1
             for target_class in range(n_orders):
-                order = _category_order(criterion, bins, sums, n_entries, target_class, scores)
+                _category_order(criterion, sums, n_entries, target_class, scores, order,
+                                order_buffer)
                 for c in range(n_channels):
                     left[c] = 0.0
                 for p in range(n_entries - 1):
@@ -220,9 +260,10 @@ def _make_scans(proxy, criterion_name, classification):
                         best_position = p
             if best_order < 0:
                 return best_gain, False
-            order = _category_order(criterion, bins, sums, n_entries, best_order, scores)
+            _category_order(criterion, sums, n_entries, best_order, scores, order,
+                            order_buffer)
             for p in range(best_position + 1):
-                in_left[order[p]] = True
+                in_left[order[p]] = 1
         if best_gain == _NO_SPLIT:
             return best_gain, False
         best_left[:] = 0.0
@@ -231,7 +272,7 @@ def _make_scans(proxy, criterion_name, classification):
                 for c in range(n_channels):
                     best_left[c] += sums[e, c]
         if has_missing:
-            missing_left = in_left[n_present]
+            missing_left = in_left[n_present] != 0
         else:
             n_left_samples = 0.0
             for e in range(n_entries):
@@ -256,7 +297,8 @@ def _make_scans(proxy, criterion_name, classification):
     for scan in (scan_numeric, scan_categorical):
         # A name of its own per criterion, so that numba caches each copy apart.
         scan.__name__ = scan.__qualname__ = f"{scan.__name__}_{criterion_name}"
-        scans.append(nb.njit(cache=True, error_model="numpy")(scan))
+        # Called from compiled code alone: no CPython wrapper to compile.
+        scans.append(nb.njit(cache=True, error_model="numpy", no_cpython_wrapper=True)(scan))
     return scans
 
 
@@ -474,10 +516,11 @@ def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, u
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
                      node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
                      lower, upper, left, scores, bitset, best_left, constraint, min_value,
-                     max_value):
+                     max_value, category_work):
     """Best split of feature ``f`` from its compact histogram (``constraint``,
     ``min_value`` and ``max_value``: its monotonic constraint and the node's value
-    bounds, read by the monotone copy alone).
+    bounds, read by the monotone copy alone; ``category_work``: the category scan's
+    scratch).
 
     Returns ``(score, last_left_bin, missing_go_left, is_constant)``; ``bitset`` receives
     the left category set of a categorical split and ``best_left`` the left sums.
@@ -487,7 +530,8 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
             return _NO_SPLIT, -1, False, True
         gain, missing_left = scan_categorical(
             criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
-            min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left)
+            min_weight_leaf, seed, use_random, n_classes, left, scores, bitset, best_left,
+            category_work)
         return gain, -1, missing_left, False
     return evaluate_numeric_feature(
         criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
@@ -554,13 +598,14 @@ def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categor
         missing = np.empty(n_channels)
         left = np.empty(n_channels)
         scores = np.empty(n_bins + 1)
+        category_work = np.empty(3 * (n_bins + 1) + 1, dtype=np.int64)
         n_present = compact_from_histogram(hist[f], n_value_bins[f], missing_bin, bins, sums,
                                            missing)
         gain, last_left_bin, missing_left, constant = evaluate_feature(
             criterion, f, is_categorical[f], bins, sums, n_present, missing, node_sums,
             min_samples_leaf, min_weight_leaf, use_random, seeds[j], n_classes, lower, upper,
             left, scores, out_bitsets[j], out_lefts[j], monotonic_cst[f], min_value,
-            max_value,
+            max_value, category_work,
         )
         out_gain[j] = gain
         out_bin[j] = last_left_bin
@@ -580,6 +625,7 @@ SplitScratch = namedtuple("SplitScratch", [
     "side_sums",  # (5, n_channels): missing, left, right, best left of a feature, of the node
     "bitset",  # (n_words,) candidate category bitset
     "seeds",  # (n_features,) per-feature random seeds
+    "category_work",  # (3 * (n_bins + 1) + 1,) the category scan's (scan_categorical)
 ])
 # Rows of SplitScratch.side_sums.
 SIDE_MISSING, SIDE_LEFT, SIDE_RIGHT, SIDE_FEATURE_LEFT, SIDE_NODE_LEFT = range(5)
@@ -598,6 +644,7 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
         np.empty((5, n_channels)),
         np.empty(n_words, dtype=np.uint64),
         np.empty(n_features, dtype=np.uint64),
+        np.empty(3 * (n_bins + 1) + 1, dtype=np.int64),
     )
 
 
@@ -640,7 +687,9 @@ def _any_categorical(is_categorical, features):
     return False
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+# Called from compiled code alone: no CPython wrapper to compile (see
+# grower.compiled_grower).
+@nb.njit(cache=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True)
 def search_numeric_features(criterion, features, seeds, first, last, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
                             bin_codes, sample_indices, start, end, missing_bin, lower,
@@ -856,7 +905,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     criterion, f, True, scratch_bins, scratch_sums, n_present, missing,
                     node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds[j],
                     n_classes, lower, upper, left, scratch_scores, bitset, feature_left,
-                    monotonic_cst[f], min_value, max_value,
+                    monotonic_cst[f], min_value, max_value, scratch.category_work,
                 )
                 n_non_constant += not constant
                 if gain > best_gain:
@@ -945,10 +994,15 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     if parallel:
         bindings["_evaluate_dense_parallel"] = specialize(
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)
-    return specialize(find_node_split,
-                      variant_suffix(suffix, parallel=parallel, categorical=categorical,
-                                     random=random),
-                      **bindings)
+    variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
+                             random=random)
+    if parallel or sparse or criterion == ABSOLUTE_ERROR:
+        return specialize(find_node_split, variant, **bindings)
+    # The serial dense search allocates nothing (the parallel search's per-batch arrays,
+    # the sparse gathers and absolute_error's order statistics do): compiled without
+    # reference counts, which were about a tenth of a deep tree's grow time and add
+    # code to compile (see search_numeric_features).
+    return specialize_options(find_node_split, variant, {"_nrt": False}, **bindings)
 
 
 def variant_suffix(suffix, **paths):
