@@ -463,7 +463,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
     values = np.zeros((capacity, rules.n_values))
     bitsets = np.zeros((capacity, data.n_words), dtype=np.uint64)
     node_sums = np.zeros((capacity, n_channels))
-    pool = aligned_histograms(4, n_features, data.missing_bin + 1, n_channels)
+    pool = aligned_histograms(np.int64(4), n_features, data.missing_bin + 1, n_channels)
     free_slots = [3, 2, 1, 0]
     frontier, frontier_head = new_frontier()
     order = BEST_FIRST if rules.max_leaf_nodes > 0 else DEPTH_FIRST
