@@ -2,6 +2,7 @@
 
 import numba as nb
 import numpy as np
+import pytest
 
 from silva.engine.random import next_uint64, randint, seed_from_random_state, uniform
 
@@ -57,3 +58,35 @@ def test_seed_from_random_state_follows_the_numpy_state():
     b = seed_from_random_state(np.random.RandomState(3))
     c = seed_from_random_state(np.random.RandomState(4))
     assert a == b != c and a.dtype == np.uint64 and a < 2**63
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**31 - 1, 2**32 - 1])
+def test_seeded_random_state_draws_as_a_new_random_state(seed):
+    from silva.engine.random import seeded_random_state
+
+    expected = np.random.RandomState(seed)
+    first = expected.randint(0, 1000, 50)
+    then = expected.uniform(size=5)
+    reseeded = seeded_random_state(seed)
+    np.testing.assert_array_equal(reseeded.randint(0, 1000, 50), first)
+    np.testing.assert_array_equal(reseeded.uniform(size=5), then)
+    # Reseeding starts the stream over, whatever was drawn in between.
+    seeded_random_state(seed + 1 if seed < 2**32 - 1 else 0).uniform(size=3)
+    np.testing.assert_array_equal(seeded_random_state(seed).randint(0, 1000, 50), first)
+
+
+def test_seeded_random_state_is_one_generator_per_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from silva.engine.random import seeded_random_state
+
+    # Threads reseeding at once each draw their own seed's stream (a shared generator
+    # would hand one thread's state to another).
+    def draws(seed):
+        generator = seeded_random_state(seed)
+        return [generator.randint(0, 2**30) for _ in range(200)]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(draws, range(40)))
+    for seed, values in enumerate(results):
+        np.testing.assert_array_equal(values, np.random.RandomState(seed).randint(0, 2**30, 200))
