@@ -71,6 +71,7 @@ from silva.decision_tree import (
     _check_poisson_target,
     _leaf_groups,
     exact_pure_leaf_values,
+    regression_offset,
 )
 from silva.engine import criteria
 from silva.engine.binning import MAX_BINS_LIMIT
@@ -298,11 +299,7 @@ class _EngineMembers:
             target = y_rows - offset
         else:
             n_classes = 1
-            if code == criteria.POISSON:
-                _check_poisson_target(y_rows, row_weight)
-            elif code != criteria.ABSOLUTE_ERROR:
-                _input.check_target_scale(y_rows, row_weight)
-                offset = float(np.average(y_rows, weights=row_weight))
+            offset = regression_offset(code, y_rows, row_weight)
             target = y_rows - offset
         member.n_outputs_ = n_outputs = 1 if y_rows.ndim == 1 else y_rows.shape[1]
         total = row_weight.sum()

@@ -77,14 +77,21 @@ def regression_inputs(estimator, X, y, sample_weight):
         y, offset = _multi_output.regression_targets(y, sample_weight)
         return code, X, y, sample_weight, offset
     y = _input.regression_target(y)
-    offset = 0.0
+    return code, X, y, sample_weight, regression_offset(code, y, sample_weight)
+
+
+def regression_offset(code, y, sample_weight):
+    """The offset a single-output regression tree of criterion ``code`` subtracts from
+    ``y`` before growing (the weighted mean; 0 for poisson and absolute_error), after the
+    criterion's checks of ``y``: Poisson's sign and sum, and for the variance criteria a
+    scale whose squares do not overflow (they score square sums of w (y - offset))."""
     if code == criteria.POISSON:
         _check_poisson_target(y, sample_weight)
-    elif code != criteria.ABSOLUTE_ERROR:
-        # Variance scores square sums of w (y - offset): refuse a y whose squares overflow.
-        _input.check_target_scale(y, sample_weight)
-        offset = float(np.average(y, weights=sample_weight))
-    return code, X, y, sample_weight, offset
+        return 0.0
+    if code == criteria.ABSOLUTE_ERROR:
+        return 0.0
+    _input.check_target_scale(y, sample_weight)
+    return float(np.average(y, weights=sample_weight))
 
 
 def exact_pure_leaf_values(tree, y, grouping):
