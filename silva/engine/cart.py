@@ -28,7 +28,7 @@ import numpy as np
 
 from silva.engine.binning import Binner
 from silva.engine.cart_sparse import entries_by_row, sparse_columns
-from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower
+from silva.engine.grower import CartData, CartSamples, cart_rules, compiled_grower, run_grower
 from silva.engine.sparse import is_sparse
 from silva.engine.tree import Tree
 
@@ -236,8 +236,8 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
                              categorical=bool(data.is_categorical.any()), extras=extras,
                              **paths)
     # The grower releases the GIL, so that threads grow trees at once.
-    table, values, bitsets = grower(data.compiled(task.sample_indices), compiled_rules,
-                                    samples, monotonic_cst)
+    table, values, bitsets = run_grower(grower, data.compiled(task.sample_indices),
+                                        compiled_rules, samples, monotonic_cst)
     tree = Tree.from_grower(table, values, bitsets, data.n_features, rules.n_classes,
                             data.n_categories, n_outputs=rules.n_outputs)
     # int32 ranges (a tree has fewer than 2**31 samples): a quantile forest keeps them

@@ -391,13 +391,13 @@ def no_histogram_pool(n_slots, n_features, n_bins, n_channels):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def no_histogram(hist, bin_codes, stats, sample_indices, start, end, parallel):
+def no_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
     """Never called: the sparse grower's nodes are all below its histogram size."""
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def no_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
-                           scratch_hist, bin_codes, stats, sample_indices,
+                           scratch_hist, bin_codes, ordered_stats, sample_indices,
                            histogram_min_samples, parallel_min_work):
     """Never called (no node has a histogram slot); returns the pool."""
     return pool

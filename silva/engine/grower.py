@@ -61,7 +61,7 @@ from silva.engine.nodes import (
     grow_rows,
     link_child,
     new_frontier,
-    new_pending,
+    pending_nodes,
     pop_frontier,
     push_frontier,
     release_slot,
@@ -105,11 +105,15 @@ CartRules = namedtuple("CartRules", [
 #: in place by the grower) and the seed of its random choices.
 CartSamples = namedtuple("CartSamples", ["stats", "y", "weight", "sample_indices", "seed"])
 
-#: A tree's working buffers, allocated once per tree (see :func:`_new_buffers`).
+#: A tree's working buffers, allocated once per tree (see :func:`new_buffers`).
 _Buffers = namedtuple("_Buffers", [
     "ordered_codes", "code_words", "ordered_stats", "right_indices", "right_words",
     "right_stats", "split_scratch", "split_bitset", "scratch_histogram", "rng_state",
+    "opened", "table", "values", "bitsets", "node_sums", "pending", "pending_sums",
 ])
+
+#: Nodes the node table and its per-node arrays hold before they first grow.
+INITIAL_NODE_CAPACITY = 64
 
 
 def cart_rules(criterion, n_classes, n_values, max_depth, min_samples_split,
@@ -149,8 +153,14 @@ SMALL_NODES_APART = False
 _open_small_node = None
 
 
-@nb.njit(cache=True, error_model="numpy")
-def _new_buffers(data, samples, gather_codes):
+def new_buffers(data, samples, gather_codes, n_values):
+    """A tree's working buffers (:class:`_Buffers`) for :func:`grow_tree`, allocated here
+    in numpy rather than in the compiled grower: each array constructor numba compiles
+    is one more function per (dtype, dimensions) signature, and these allocations were
+    about a tenth of a cold first fit's compile time (``benchmarks/profile_compile.py``).
+    ``data`` and ``samples`` are the grower's :class:`CartData` and :class:`CartSamples`,
+    ``n_values`` the width of a node's value.
+    """
     n_features = data.n_value_bins.shape[0]
     n_channels = samples.stats.shape[1]
     n_bins = data.missing_bin + 1
@@ -167,19 +177,33 @@ def _new_buffers(data, samples, gather_codes):
     # With ``gather_codes`` (wide data, few features drawn per node) the codes are not kept
     # in order: one word per sample is, in which the split search gathers a drawn
     # feature's codes (see silva.engine.splitting.node_feature_codes).
-    n_code_words = 1 if gather_codes else (n_features * codes_by_sample.itemsize + 7) // 8
-    ordered_codes = np.zeros((n_total, n_code_words * 8 // codes_by_sample.itemsize),
+    itemsize = codes_by_sample.dtype.itemsize
+    n_code_words = 1 if gather_codes else (n_features * itemsize + 7) // 8
+    ordered_codes = np.zeros((n_total, n_code_words * 8 // itemsize),
                              dtype=codes_by_sample.dtype)
     code_words = ordered_codes.view(np.uint64)
-    rng_state = np.empty(1, dtype=np.uint64)
-    rng_state[0] = samples.seed
+    # The node table and its per-node arrays start here; the grower grows them (twice the
+    # capacity) when a tree outgrows them.
+    capacity = INITIAL_NODE_CAPACITY
     return _Buffers(
         ordered_codes, code_words, np.empty((n_total, n_channels)),
         np.empty(n_total, dtype=samples.sample_indices.dtype), np.empty_like(code_words),
         np.empty((n_total, n_channels)),
         make_split_scratch(n_features, n_bins, n_channels, data.n_words),
         np.empty(data.n_words, dtype=np.uint64), np.empty((n_features, n_bins, n_channels)),
-        rng_state)
+        np.array([samples.seed], dtype=np.uint64), np.zeros(2, dtype=np.bool_),
+        np.zeros(capacity, dtype=CART_NODE), np.zeros((capacity, n_values)),
+        np.zeros((capacity, data.n_words), dtype=np.uint64),
+        np.zeros((capacity, n_channels)), *pending_nodes(n_channels))
+
+
+def run_grower(grower, data, rules, samples, monotonic_cst):
+    """Grow one tree with ``grower`` (a copy of :func:`grow_tree` that
+    :func:`compiled_grower` made) on buffers of its own: ``(table, values, bitsets)``
+    trimmed to the node count (see :func:`grow_tree`)."""
+    buffers = new_buffers(data, samples, rules.gather_codes, rules.n_values)
+    table, values, bitsets, n_nodes = grower(data, rules, samples, buffers, monotonic_cst)
+    return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -413,11 +437,13 @@ def _split_node(table, node, bitsets, pending_sums, is_categorical, missing_bin,
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
-                         scratch_hist, bin_codes, stats, sample_indices,
+                         scratch_hist, bin_codes, ordered_stats, sample_indices,
                          histogram_min_samples, parallel_min_work):
     """The children's histograms (see :func:`silva.engine.nodes.
     schedule_children_histograms`): a child of at least ``histogram_min_samples``
-    samples gets one. Returns the pool (it may have grown)."""
+    samples gets one. ``ordered_stats``: the channels in the order of
+    ``sample_indices``, as the partition left them. Returns the pool (it may have
+    grown)."""
     n_features = bin_codes.shape[0]
     pending[0].needs_histogram = n_left >= histogram_min_samples
     pending[1].needs_histogram = n_right >= histogram_min_samples
@@ -427,7 +453,7 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
         return pool
     hist = scratch_hist if target == SCRATCH else pool[target]
     n_smaller = min(n_left, n_right)
-    build_histogram(hist, bin_codes, stats, sample_indices, pending[smaller].start,
+    build_histogram(hist, bin_codes, ordered_stats, sample_indices, pending[smaller].start,
                     pending[smaller].end, n_smaller * n_features >= parallel_min_work)
     if subtract:
         subtract_histogram(pool[parent_slot], hist,
@@ -436,7 +462,7 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
 
 
 @nb.njit(cache=True, error_model="numpy", nogil=True)
-def grow_tree(data, rules, samples, monotonic_cst):
+def grow_tree(data, rules, samples, buffers, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
     place (each node's samples contiguous, as the node table's ranges say).
 
@@ -447,22 +473,23 @@ def grow_tree(data, rules, samples, monotonic_cst):
     Other copies never read it.
 
     Call it through :func:`compiled_grower`, which compiles it for the criterion alone.
-    ``data``, ``rules`` and ``samples``: :class:`CartData`, :class:`CartRules` (see
-    :func:`cart_rules`) and :class:`CartSamples`. Returns ``(table, values, bitsets)``
-    trimmed to the node count: the node table (:data:`silva.engine.nodes.CART_NODE`
-    records), the leaf values ``(n_nodes, n_values)`` and the left category bitsets
-    ``(n_nodes, n_words)``.
+    ``data``, ``rules``, ``samples`` and ``buffers``: :class:`CartData`, :class:`CartRules`
+    (see :func:`cart_rules`), :class:`CartSamples` and :func:`new_buffers`' working
+    arrays. Returns ``(table, values, bitsets, n_nodes)``: the node table
+    (:data:`silva.engine.nodes.CART_NODE` records), the leaf values ``(., n_values)`` and
+    the left category bitsets ``(., n_words)``, of which the first ``n_nodes`` rows are
+    the tree's (the caller trims them: a copy compiled here is one more function to
+    compile per array type).
     """
     n_features = data.n_value_bins.shape[0]
     n_channels = samples.stats.shape[1]
     n_total = samples.sample_indices.shape[0]
-    buffers = _new_buffers(data, samples, rules.gather_codes)
 
-    capacity = 64
-    table = np.zeros(capacity, dtype=CART_NODE)
-    values = np.zeros((capacity, rules.n_values))
-    bitsets = np.zeros((capacity, data.n_words), dtype=np.uint64)
-    node_sums = np.zeros((capacity, n_channels))
+    capacity = buffers.table.shape[0]
+    table = buffers.table
+    values = buffers.values
+    bitsets = buffers.bitsets
+    node_sums = buffers.node_sums
     pool = aligned_histograms(np.int64(4), n_features, data.missing_bin + 1, n_channels)
     free_slots = [3, 2, 1, 0]
     frontier, frontier_head = new_frontier()
@@ -470,18 +497,20 @@ def grow_tree(data, rules, samples, monotonic_cst):
 
     # The root is the first pending node; then the two children (left first) of each
     # split are.
-    pending, pending_sums = new_pending(n_channels)
+    pending = buffers.pending
+    pending_sums = buffers.pending_sums
     _order_root_samples(data, samples, buffers, pending_sums[0])
     root_weight = node_weight(rules.criterion, pending_sums[0])
     pending[0].end = n_total
     if n_total >= rules.histogram_min_samples:
         pool, slot = take_slot(pool, free_slots)
         # np.int64(0), not 0: numba compiles a callee apart for each literal argument.
-        build_histogram(pool[slot], data.bin_codes, samples.stats, samples.sample_indices,
-                        np.int64(0), n_total, n_total * n_features >= rules.parallel_min_work)
+        build_histogram(pool[slot], data.bin_codes, buffers.ordered_stats,
+                        samples.sample_indices, np.int64(0), n_total,
+                        n_total * n_features >= rules.parallel_min_work)
         pending[0].slot = slot
     n_pending = 1
-    opened = np.zeros(2, dtype=np.bool_)
+    opened = buffers.opened
     min_value = -np.inf
     max_value = np.inf
     if MONOTONE:
@@ -618,7 +647,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
         row.hist_slot = -1
         if parent_slot >= 0:
             pool = _children_histograms(pending, n_left, row.end - mid, parent_slot, pool,
-                                        free_slots, scratch_hist, bin_codes, stats,
+                                        free_slots, scratch_hist, bin_codes, ordered_stats,
                                         sample_indices, rules.histogram_min_samples,
                                         parallel_min_work)
         else:
@@ -631,7 +660,7 @@ def grow_tree(data, rules, samples, monotonic_cst):
         parent = node
         depth = row.depth + 1
 
-    return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
+    return table, values, bitsets, n_nodes
 
 
 @functools.cache  # called once per tree: a forest asks 100 times for the same copy

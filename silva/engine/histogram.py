@@ -13,25 +13,12 @@ the work.
 """
 
 import numba as nb
-import numpy as np
 
 from silva.engine.specialize import specialize
 
 # Bound to False in the serial copies (:func:`serial_kernels`), which then compile no
 # parallel region.
 PARALLEL = True
-
-
-@nb.njit(cache=True, error_model="numpy")
-def gather_node_statistics(stats, sample_indices, start, end):
-    """The channels of the node's samples, contiguous, in the node's sample order."""
-    n_channels = stats.shape[1]
-    node_stats = np.empty((end - start, n_channels))
-    for i in range(start, end):
-        s = sample_indices[i]
-        for c in range(n_channels):
-            node_stats[i - start, c] = stats[s, c]
-    return node_stats
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -57,9 +44,13 @@ def _build_serial(hist, bin_codes, node_stats, sample_indices, start, end):
 
 
 @nb.njit(cache=True, error_model="numpy")
-def build_histogram(hist, bin_codes, stats, sample_indices, start, end, parallel):
-    """Fill ``hist`` (n_features, n_bins, n_channels) for samples ``[start, end)``."""
-    node_stats = gather_node_statistics(stats, sample_indices, start, end)
+def build_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
+    """Fill ``hist`` (n_features, n_bins, n_channels) for samples ``[start, end)``.
+
+    ``ordered_stats`` holds the statistic channels in the order of ``sample_indices``
+    (the grower keeps them so: row ``i`` is sample ``sample_indices[i]``'s), so the
+    node's are the contiguous rows ``[start, end)``."""
+    node_stats = ordered_stats[start:end]
     if PARALLEL and parallel:
         _build_parallel(hist, bin_codes, node_stats, sample_indices, start, end)
     else:

@@ -125,6 +125,19 @@ def new_pending(n_channels):
     return pending, np.zeros((2, n_channels))
 
 
+# Two pending records as new_pending resets them.
+_PENDING_RESET = np.zeros(2, dtype=PENDING)
+_PENDING_RESET["slot"] = -1
+_PENDING_RESET["lower"] = -np.inf
+_PENDING_RESET["upper"] = np.inf
+
+
+def pending_nodes(n_channels):
+    """:func:`new_pending` in numpy, for the CART grower's buffers, which are allocated
+    in Python (see :func:`silva.engine.grower.new_buffers`)."""
+    return _PENDING_RESET.copy(), np.zeros((2, n_channels))
+
+
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def link_child(table, parent, node, is_left):
     """Make ``node`` the left (``is_left``) or right child of ``parent``."""

@@ -66,7 +66,8 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
         np.arange(n_samples, dtype=np.int32),
         seed_from_random_state(np.random.RandomState(random_state)))
     unconstrained = np.zeros(data.bin_codes.shape[0], dtype=np.int8)
-    return grower.compiled_grower(code)(data, rules, samples, unconstrained)
+    return grower.run_grower(grower.compiled_grower(code), data, rules, samples,
+                             unconstrained)
 
 
 def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
@@ -96,7 +97,9 @@ def cart_tree(growth, n_features, n_classes):
 def cart_histogram(*, bin_codes, stats, sample_indices, start, end, n_bins, parallel):
     """A new histogram (n_features, n_bins, n_channels) of ``sample_indices[start:end]``."""
     hist = np.full((bin_codes.shape[0], n_bins, stats.shape[1]), np.nan)
-    build_histogram(hist, bin_codes, stats, sample_indices, start, end, parallel)
+    # The grower keeps the channels in the order of sample_indices (its ordered stats).
+    build_histogram(hist, bin_codes, stats[sample_indices], sample_indices, start, end,
+                    parallel)
     return hist
 
 

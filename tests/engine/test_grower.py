@@ -9,6 +9,8 @@ from _compare import compare_trees
 from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
+from silva.engine import grower
+from silva.engine.nodes import new_pending, pending_nodes
 
 from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
@@ -144,6 +146,24 @@ def test_grow_tree_output_is_consistent():
     np.testing.assert_allclose(values.sum(axis=1), 1.0)  # class fractions
     assert np.all(cart_field(table, "feature")[~internal] == UNDEFINED)
     assert np.all(bitsets[~cart_field(table, "is_categorical").astype(bool)] == 0)
+    # The node arrays start at INITIAL_NODE_CAPACITY rows (allocated in numpy) and
+    # grow in the compiled grower: this tree outgrew them.
+    assert table.shape[0] > grower.INITIAL_NODE_CAPACITY
+
+
+@numba.njit
+def _compiled_pending(n_channels):
+    return new_pending(n_channels)
+
+
+def test_pending_nodes_in_numpy_equal_the_compiled_ones():
+    # The CART grower's buffers take them from numpy, the gradient grower compiles them.
+    pending, sums = pending_nodes(3)
+    compiled_pending, compiled_sums = _compiled_pending(3)
+    assert pending.dtype == compiled_pending.dtype
+    np.testing.assert_array_equal(pending, compiled_pending)
+    np.testing.assert_array_equal(sums, compiled_sums)
+    assert sums.shape == (2, 3) and pending["slot"].tolist() == [-1, -1]
 
 
 # ------------------------------------------- grown trees against their samples, in numpy
