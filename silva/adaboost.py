@@ -44,6 +44,8 @@ handled explicitly (never an infinite or NaN weight):
   still fitted (it predicts what that learner predicts).
 """
 
+import copy
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import accuracy_score, r2_score
@@ -113,6 +115,36 @@ class BoostingWeights:
         """
         grid = np.ldexp(np.round(np.ldexp(self.factor, WEIGHT_GRID_BITS)), -WEIGHT_GRID_BITS)
         return self.sample_weight * grid
+
+
+class _RoundLearners:
+    """Each round's unfitted learner: a clone of the base learner with a round's seed.
+
+    The base learner is cloned once per fit, and its seeded parameters found once: for
+    silva's trees each round's learner is then a shallow copy of that clone with its
+    ``random_state`` set, about 60 us less per round than scikit-learn's ``clone`` and
+    ``set_params`` (a tenth of a round on diabetes' 353 rows). The copies share their
+    parameters' values (a ``class_weight`` dict, say), which fitting never changes.
+    Other learners are cloned every round, as scikit-learn's AdaBoost does.
+    """
+
+    def __init__(self, base):
+        self.template = clone(base)
+        self.silva_tree = isinstance(self.template, BaseDecisionTree)
+        # Every random_state in the learner (nested ones included, e.g. in a pipeline)
+        # gets the round's seed, so that the ensemble is deterministic.
+        self.seed_keys = [key for key in self.template.get_params(deep=True)
+                          if key == "random_state" or key.endswith("__random_state")]
+
+    def new(self, seed):
+        if self.silva_tree:
+            learner = copy.copy(self.template)
+            learner.random_state = seed
+            return learner
+        learner = clone(self.template)
+        if self.seed_keys:
+            learner.set_params(**{key: seed for key in self.seed_keys})
+        return learner
 
 
 def _softmax(scores):
@@ -189,8 +221,9 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         may take it, as scikit-learn's AdaBoost does; silva's trees need a matrix."""
         return not isinstance(self._base_estimator(), BaseDecisionTree)
 
-    def _fit_learner(self, X, y, weights, rng, round_bins, takes_weight):
-        """Clone the base learner, seed it, and fit it to the weighted sample.
+    def _fit_learner(self, X, y, weights, rng, learners, round_bins, takes_weight):
+        """A new learner from ``learners`` (:class:`_RoundLearners`), seeded and fitted to
+        the weighted sample.
 
         ``weights`` is a :class:`BoostingWeights`. Every round draws a seed, and resampling rounds a
         bootstrap, from ``rng`` in a fixed order, so a fit is reproducible from
@@ -198,14 +231,7 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         trees keep the bin codes of X between rounds. ``takes_weight``: whether the base
         learner's ``fit`` takes ``sample_weight`` (:meth:`_learner_takes_weight`).
         """
-        learner = clone(self._base_estimator())
-        seed = int(rng.randint(_SEED_HIGH))
-        # Every random_state in the learner (nested ones included, e.g. in a pipeline) gets
-        # a seed derived from the ensemble's, so that the ensemble is deterministic.
-        seeds = {key: seed for key in learner.get_params(deep=True)
-                 if key == "random_state" or key.endswith("__random_state")}
-        if seeds:
-            learner.set_params(**seeds)
+        learner = learners.new(int(rng.randint(_SEED_HIGH)))
         if self.resample or not takes_weight:
             n_samples = X.shape[0]
             drawn = rng.choice(n_samples, size=n_samples, replace=True, p=weights.normalised)
@@ -220,6 +246,16 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         else:
             learner.fit(X, y, sample_weight=weights.for_learner())
         return learner
+
+    @staticmethod
+    def _training_leaf_values(learner, X, silva_tree):
+        """A silva tree's leaf values (n_samples, n_classes or 1) on the training X, read
+        straight from its nodes: X was validated once for the whole fit, and the tree's
+        ``predict`` would check it again every round (about 30 us of a 0.3 ms round on
+        diabetes). None for other learners and sparse X, which go through ``predict``."""
+        if silva_tree and isinstance(X, np.ndarray):
+            return learner.tree_.predict(X)[:, 0, :]
+        return None
 
     def _learner_takes_weight(self):
         """Whether the base learner's ``fit`` takes ``sample_weight``; asked once a fit,
@@ -350,19 +386,22 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
 
         rng = check_random_state(self.random_state)
         round_bins = {}
+        learners = _RoundLearners(self._base_estimator())
         takes_weight = self._learner_takes_weight()
         boosting = BoostingWeights(sample_weight)
         estimators, betas, errors, normalisers = [], [], [], []
         for _ in progress(range(self.n_estimators), enabled=self.verbose,
                           desc=type(self).__name__):
-            learner = self._fit_learner(X, y_code, boosting, rng, round_bins,
+            learner = self._fit_learner(X, y_code, boosting, rng, learners, round_bins,
                                         takes_weight)
             weights = boosting.normalised
             if algorithm == "real":
                 proba = self._learner_proba(learner, X)
                 predicted = np.argmax(proba, axis=1)
             else:
-                predicted = self._learner_codes(learner, X)
+                leaf_values = self._training_leaf_values(learner, X, learners.silva_tree)
+                predicted = (self._learner_codes(learner, X) if leaf_values is None else
+                             learner.classes_[np.argmax(leaf_values, axis=1)])
             missed = predicted != y_code
             error = float(np.sum(weights[missed]))
             if algorithm == "real":
@@ -632,16 +671,20 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         X, y, sample_weight = self._validate_X_y(X, y, sample_weight, y_numeric=True)
         rng = check_random_state(self.random_state)
         round_bins = {}
+        learners = _RoundLearners(self._base_estimator())
         takes_weight = self._learner_takes_weight()
         boosting = BoostingWeights(sample_weight)
         positive = boosting.positive
         estimators, betas, errors = [], [], []
         for _ in progress(range(self.n_estimators), enabled=self.verbose,
                           desc=type(self).__name__):
-            learner = self._fit_learner(X, y, boosting, rng, round_bins,
+            learner = self._fit_learner(X, y, boosting, rng, learners, round_bins,
                                         takes_weight)
             weights = boosting.normalised
-            absolute = np.abs(np.asarray(learner.predict(X), dtype=np.float64).ravel() - y)
+            leaf_values = self._training_leaf_values(learner, X, learners.silva_tree)
+            predicted = (np.asarray(learner.predict(X), dtype=np.float64).ravel()
+                         if leaf_values is None else leaf_values[:, 0])
+            absolute = np.abs(predicted - y)
             largest = float(absolute[positive].max())
             if largest > 0.0:
                 scaled = absolute / largest

@@ -424,3 +424,24 @@ def test_rounds_bin_x_once_whatever_its_memory_order(Model, monkeypatch):
     np.testing.assert_array_equal(
         model.predict(X),
         Model(n_estimators=5, random_state=0).fit(np.ascontiguousarray(X), y).predict(X))
+
+
+@pytest.mark.parametrize("base", [
+    DecisionTreeClassifier(max_depth=2, class_weight={0: 1.0, 1: 2.0}),
+    SklearnTree(max_depth=2, class_weight={0: 1.0, 1: 2.0})])
+def test_each_round_has_its_own_seeded_learner(base):
+    # silva's trees are shallow copies of one clone (sharing the class_weight dict),
+    # other learners clones: either way one object per round, each with its round's
+    # seed, and the base learner itself never fitted.
+    X, y = make_classification(n_samples=300, random_state=0)
+    model = AdaBoostClassifier(base, n_estimators=5, random_state=0).fit(X, y)
+    learners = model.estimators_
+    assert len({id(learner) for learner in learners}) == len(learners) > 1
+    seeds = [learner.random_state for learner in learners]
+    assert len(set(seeds)) == len(seeds) and all(isinstance(s, int) for s in seeds)
+    assert all(learner.class_weight == {0: 1.0, 1: 2.0} for learner in learners)
+    assert not hasattr(base, "tree_")
+    # The same rounds again from the same random_state.
+    again = AdaBoostClassifier(base, n_estimators=5, random_state=0).fit(X, y)
+    assert [learner.random_state for learner in again.estimators_] == seeds
+    np.testing.assert_array_equal(model.predict(X), again.predict(X))
