@@ -327,7 +327,8 @@ def search_sparse_features(criterion, features, seeds, first, last, use_random,
             else:
                 n_present = compact_from_samples(node_codes, column, node_stats,
                                                  missing_bin, scratch.accumulator,
-                                                 scratch.present, bins, sums, missing)
+                                                 scratch.present, bins, sums, missing,
+                                                 node_stats.shape[1])
                 position = _scan_position(use_random, bins, n_present, lower[f],
                                           upper[f], seeds[j])
         gain, last_left_bin, missing_left, constant = evaluate_numeric_feature(

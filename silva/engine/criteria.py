@@ -100,9 +100,14 @@ def is_classification(criterion):
     return criterion < SQUARED_ERROR
 
 
+#: The statistic channels of a single-output regression criterion: count, weight,
+#: weighted target and weighted square (or Poisson's y log y).
+REGRESSION_CHANNELS = 4
+
+
 def n_channels(criterion, n_classes):
     """Number of statistic channels, the count channel included."""
-    return 1 + n_classes if is_classification(criterion) else 4
+    return 1 + n_classes if is_classification(criterion) else REGRESSION_CHANNELS
 
 
 def build_statistics(criterion, y, sample_weight, n_classes):

@@ -51,6 +51,7 @@ from silva.engine.criteria import (
     MULTI_GINI,
     MULTI_SQUARED_ERROR,
     POISSON,
+    REGRESSION_CHANNELS,
     SQUARED_ERROR,
     TWOING,
     category_score,
@@ -125,7 +126,7 @@ def _category_order(criterion, sums, n_entries, target_class, scores, order, buf
             order[e] = buffer[e]
 
 
-def _make_scans(proxy, criterion_name, classification):
+def _make_scans(proxy, criterion_name, classification, fixed_channels=0):
     """Compile the threshold scan and the category scan around one criterion's proxy.
 
     ``proxy(left, node_sums, min_weight_leaf)`` is the criterion's proxy improvement
@@ -135,7 +136,10 @@ def _make_scans(proxy, criterion_name, classification):
     Measured alternatives: a branch on the criterion per candidate made the loop four
     times slower (28 ns per candidate against 7), and a function passed as an argument
     defeated numba's on-disk cache. ``classification`` says which value a monotonic
-    constraint orders (:mod:`silva.engine.monotone`).
+    constraint orders (:mod:`silva.engine.monotone`). ``fixed_channels``: the number of
+    statistic channels when the criterion fixes it (the single-output regression
+    criteria's four), a compile-time constant with which LLVM unrolls the per-channel
+    loops into vector operations; 0 reads it from the arrays.
     """
 
     def scan_numeric(bins, sums, n_present, missing, node_sums, min_samples_leaf,
@@ -151,7 +155,7 @@ def _make_scans(proxy, criterion_name, classification):
         ``constraint`` of +1 or -1 rejects the thresholds whose children break it or
         leave the node's value bounds ``[min_value, max_value]``.
         """
-        n_channels = node_sums.shape[0]
+        n_channels = fixed_channels if fixed_channels > 0 else node_sums.shape[0]
         has_missing = missing[0] > 0
         best_gain = _NO_SPLIT
         best_bin = -1
@@ -306,7 +310,8 @@ def _make_scans(proxy, criterion_name, classification):
 # variance proxy: friedman_mse differs only in the improvement reported for the winner,
 # and absolute_error searches by order statistics instead.
 _SCANS = {
-    name: _make_scans(proxy, name, name not in ("variance", "poisson"))
+    name: _make_scans(proxy, name, name not in ("variance", "poisson"),
+                      REGRESSION_CHANNELS if name in ("variance", "poisson") else 0)
     for name, proxy in (("gini", gini_proxy), ("entropy", entropy_proxy),
                         ("misclassification", misclassification_proxy),
                         ("twoing", twoing_proxy), ("gain_ratio", gain_ratio_proxy),
@@ -348,6 +353,11 @@ RANDOM = True
 # Bound to True by split_finder(monotone=True) alone: numeric scans check monotonic
 # constraints (silva.engine.monotone); other fits compile no check.
 MONOTONE = False
+# The number of statistic channels, bound by split_finder() for the criteria that fix
+# it (REGRESSION_CHANNELS for the single-output regression criteria): a compile-time
+# constant lets LLVM unroll the per-channel loops of the per-row sums. 0: read from
+# the arrays.
+STAT_CHANNELS = 0
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -379,7 +389,7 @@ for _bit in range(64):
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def compact_from_samples(node_codes, f, node_stats, missing_bin,
-                         accumulator, present_bitmap, bins, sums, missing):
+                         accumulator, present_bitmap, bins, sums, missing, n_channels):
     """Compact histogram of one feature straight from the node's samples; returns n_present.
 
     Channels are summed into ``accumulator`` rows that are zeroed on first touch, and a
@@ -388,9 +398,10 @@ def compact_from_samples(node_codes, f, node_stats, missing_bin,
     deal for the many small nodes near the leaves of a deep tree. ``node_codes`` and
     ``node_stats`` are the node's own contiguous rows of the grower's ordered copies
     (sample-major, so that one row of codes serves every feature drawn).
-    ``present_bitmap`` must be all zeros on entry and is left so.
+    ``present_bitmap`` must be all zeros on entry and is left so. ``n_channels``:
+    ``node_stats``' columns (a constant where the caller's criterion fixes it, see
+    :data:`STAT_CHANNELS`).
     """
-    n_channels = node_stats.shape[1]
     for c in range(n_channels):
         missing[c] = 0.0
     for i in range(node_codes.shape[0]):
@@ -721,6 +732,7 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
     """
     node_codes = ordered_codes[start:end]
     node_stats = ordered_stats[start:end]
+    n_channels = STAT_CHANNELS if STAT_CHANNELS > 0 else node_stats.shape[1]
     bins = scratch.bins
     sums = scratch.sums
     missing = scratch.side_sums[SIDE_MISSING]
@@ -745,7 +757,7 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
             else:
                 n_present = compact_from_samples(node_codes, column, node_stats, missing_bin,
                                                  scratch.accumulator, scratch.present, bins,
-                                                 sums, missing)
+                                                 sums, missing, n_channels)
             position = _scan_position(use_random, bins, n_present, lower[f], upper[f],
                                       seeds[j])
         gain, last_left_bin, missing_left, constant = evaluate_numeric_feature(
@@ -901,7 +913,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     n_present = compact_from_samples(
                         node_codes, column, node_stats, missing_bin,
                         accumulator, present_bitmap, scratch_bins, scratch_sums, missing,
-                    )
+                        n_channels)
                 gain, last_left_bin, missing_left, constant = evaluate_feature(
                     criterion, f, True, scratch_bins, scratch_sums, n_present, missing,
                     node_sums, min_samples_leaf, min_weight_leaf, use_random, seeds[j],
@@ -986,9 +998,13 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
         bindings["node_feature_codes"] = cart_sparse.gather_sparse_codes
         suffix += "_sparse"
     else:
+        # The single-output regression criteria have four channels: a constant in their
+        # copies (see STAT_CHANNELS).
+        fixed = ({"STAT_CHANNELS": REGRESSION_CHANNELS}
+                 if criterion in (SQUARED_ERROR, FRIEDMAN_MSE, POISSON) else {})
         numeric_search = specialize(search_numeric_features, feature_suffix,
                                     evaluate_numeric_feature=numeric_feature,
-                                    _scan_position=position, RANDOM=random)
+                                    _scan_position=position, RANDOM=random, **fixed)
     bindings.update({"evaluate_feature": feature, "search_numeric_features": numeric_search,
                      "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
                      "CATEGORICAL": categorical})
