@@ -265,7 +265,7 @@ def _weighted_quantile_sorted(values, weights, alpha):
     return values[values.shape[0] - 1]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
 def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_start,
                      leaf_end, out):
     """Line-search leaf values from the residuals ``r = y - raw`` of each leaf's samples.
