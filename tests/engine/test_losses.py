@@ -223,14 +223,16 @@ def test_loss_codes_are_distinct_and_named_on_the_classes():
 
 
 def test_multinomial_gradient_serial_and_parallel_agree(monkeypatch):
-    # Small data takes the serial copy, large the parallel loops: the same bits either way.
+    # Small data takes the serial copy, large the parallel loop over row blocks (three
+    # here, the last one short): the same bits either way. The threshold counts rows x
+    # classes.
     rng = np.random.default_rng(3)
-    n_samples, n_classes = 5000, 7
+    n_samples, n_classes = 2 * losses.SOFTMAX_BLOCK_ROWS + 904, 7
     raw = np.asfortranarray(rng.normal(scale=4.0, size=(n_samples, n_classes)))
     y = rng.integers(0, n_classes, n_samples).astype(np.float64)
     loss = losses.MultinomialLogLoss(n_classes)
     results = []
-    for min_rows in (0, n_samples + 1):  # parallel, then serial
+    for min_rows in (0, n_samples * n_classes + 1):  # parallel, then serial
         monkeypatch.setattr(losses, "GRADIENT_PARALLEL_MIN_ROWS", min_rows)
         grad = np.empty_like(raw, order="F")
         hess = np.empty_like(raw, order="F")
