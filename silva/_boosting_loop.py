@@ -215,17 +215,15 @@ class IterationGrower:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
 
-    def grow_all(self, draws, grad, hess, weight, in_bag, parallel, finish):
-        """``finish(k, table, bitsets, sample_indices, serial)`` of the tree grown for
-        each of ``draws`` (one ``(feature_mask, seed)`` per column), in column order;
-        ``serial`` tells ``finish`` that it runs in a pool thread, beside other trees."""
+    def pools_trees(self, parallel, n_columns):
+        """Whether :meth:`grow_all` grows ``n_columns`` trees in the pool's threads (in an
+        iteration run ``parallel``)."""
         # The sparse grower's trees grow one after the other (its workspace is not
         # cloned for threads; see gradient_sparse).
-        n_workers = min(self.n_threads, len(draws)) if parallel and not self.sparse else 1
-        if n_workers == 1:
-            return [finish(k, *self.grow(k, mask, seed, grad, hess, weight, in_bag,
-                                         self.workspaces[0], serial=False), False)
-                    for k, (mask, seed) in enumerate(draws)]
+        return parallel and not self.sparse and min(self.n_threads, n_columns) > 1
+
+    def map(self, function, items):
+        """``[function(item) for item in items]``, run in the pool's threads."""
         if self.pool is None:
             # As many workspaces as threads; a thread takes a free one for each tree.
             while len(self.workspaces) < self.n_threads:
@@ -233,6 +231,16 @@ class IterationGrower:
             for workspace in self.workspaces:
                 self.free.put(workspace)
             self.pool = ThreadPoolExecutor(self.n_threads)
+        return list(self.pool.map(function, items))
+
+    def grow_all(self, draws, grad, hess, weight, in_bag, parallel, finish):
+        """``finish(k, table, bitsets, sample_indices, serial)`` of the tree grown for
+        each of ``draws`` (one ``(feature_mask, seed)`` per column), in column order;
+        ``serial`` tells ``finish`` that it runs in a pool thread, beside other trees."""
+        if not self.pools_trees(parallel, len(draws)):
+            return [finish(k, *self.grow(k, mask, seed, grad, hess, weight, in_bag,
+                                         self.workspaces[0], serial=False), False)
+                    for k, (mask, seed) in enumerate(draws)]
 
         def grow_one(k):
             workspace = self.free.get()
@@ -245,7 +253,7 @@ class IterationGrower:
 
         # The pool's queue hands the trees out one at a time, in column order, to
         # whichever thread is free: trees of unequal cost balance themselves.
-        return list(self.pool.map(grow_one, range(len(draws))))
+        return self.map(grow_one, range(len(draws)))
 
     def close(self):
         """End the pool's threads (a no-op when none started)."""
@@ -479,6 +487,9 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
         gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
                           n_bynode, config.monotonic, config.interaction_sets))
     add_leaf_values, add_leaf_values_binned = leaf_updates(grower.parallel)
+    # One range of rows per pool thread, for a gradient computed in the pool.
+    bounds = np.linspace(0, n_samples, choice.threads + 1).astype(np.int64)
+    row_ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
     # The nogil copies of the updates, for a tree finished in a pool thread (beside
     # other trees: no parallel region of its own).
     add_leaf_values_serial, add_leaf_values_binned_serial = leaf_updates(False)
@@ -520,7 +531,14 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             numba.set_num_threads(choice.threads if parallel else 1)
             t0 = time.perf_counter()
             loss.update_iteration(y, raw, sample_weight)
-            loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
+            if loss.row_parallel_gradient and grower.pools_trees(parallel, n_outputs):
+                # The pool's threads share the rows out: a parallel region of numba's
+                # (OpenMP) left its worker spinning for a while on a core that the pool's
+                # threads then needed for the trees.
+                grower.map(lambda rows: loss.gradient_hessian_rows(
+                    y, raw, grad, hess, rows[0], rows[1]), row_ranges)
+            else:
+                loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
             in_bag, weight, out_of_bag = _iteration_rows(config, grad, sample_weight,
                                                          all_rows, rng)
             t1 = time.perf_counter()

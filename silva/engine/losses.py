@@ -220,10 +220,10 @@ def _multinomial_gh_rows(y, raw, grad, hess, start, stop):
 # parallel region costs about 15 us on a quiet 2-core machine and up to 0.4 ms when
 # other processes keep the cores busy, against a few ns of work a row: boosting on
 # breast cancer (455 rows) spent half its fit starting the gradient's regions on the
-# busy machine. The values are the same either way, and a small fit compiles no
-# parallel gradient. The multinomial gradient does about n_classes times the work of a
-# row in one region, so it runs parallel from GRADIENT_PARALLEL_MIN_ROWS / n_classes
-# rows (16,000 x 10 on the busy 2-core machine: 0.12 ms parallel, 0.23 ms serially).
+# busy machine, and the multinomial gradient ran 3 x n_classes of them an iteration
+# (now one). The values are the same either way, and a small fit compiles no parallel
+# gradient. (A ten-class fit that grows its trees in a pool of threads computes the
+# softmax gradient in that pool instead, see MultinomialLogLoss.gradient_hessian_rows.)
 GRADIENT_PARALLEL_MIN_ROWS = 1 << 16
 
 
@@ -389,6 +389,10 @@ class Loss:
     unit_hessian : bool
         Whether ``gradient_hessian`` sets every hessian to exactly 1 (so a sample's
         weighted hessian is its weight, and the grower need not sum both).
+    row_parallel_gradient : bool
+        Whether the loss has ``gradient_hessian_rows(y, raw, grad, hess, start, stop)``:
+        the gradient of a range of rows, computed without the GIL, so that threads may
+        share the rows out.
     """
 
     name = ""
@@ -398,6 +402,7 @@ class Loss:
     line_search = None
     renew_leaves_in_newton = False
     unit_hessian = False
+    row_parallel_gradient = False
     param = 0.0
 
     def check_y(self, y, sample_weight):
@@ -575,6 +580,8 @@ class MultinomialLogLoss(Loss):
     code = MULTINOMIAL_LOG_LOSS
     is_classification = True
 
+    row_parallel_gradient = True
+
     def __init__(self, n_classes):
         self.n_outputs = n_classes
 
@@ -585,8 +592,13 @@ class MultinomialLogLoss(Loss):
         return np.log(p)
 
     def gradient_hessian(self, y, raw, grad, hess, iteration=0):
-        # Counted in rows x classes: one parallel region covers all the classes.
-        _parallel_if_large(_multinomial_gh, raw.shape[0] * raw.shape[1])(y, raw, grad, hess)
+        _parallel_if_large(_multinomial_gh, raw.shape[0])(y, raw, grad, hess)
+
+    def gradient_hessian_rows(self, y, raw, grad, hess, start, stop):
+        """:meth:`gradient_hessian` of rows ``start:stop`` only, in the calling thread
+        without holding the GIL: for threads that share the rows out (the boosting
+        loop's pool, whose threads then grow the class trees). The same values."""
+        _multinomial_gh_rows(y, raw, grad, hess, np.int64(start), np.int64(stop))
 
     def link(self, raw):
         return softmax(raw)
