@@ -13,12 +13,14 @@ One iteration, for the current raw predictions ``F`` (one column per output):
    replacement (Friedman 2002), or GOSS (:func:`goss_sample`, Ke et al. 2017);
 3. one tree per output column, grown by :func:`silva.engine.gradient_grower.grow_gradient_tree`
    on a feature subset (``colsample_bytree``), the columns' trees one after the other or
-   at once in threads (:class:`IterationGrower`);
+   at once in the fit's pool of threads (:class:`IterationGrower`; the pool then also
+   computes a multiclass gradient, by ranges of rows);
 4. the leaf values (:func:`leaf_values`): the grower's Newton values, or a line search, or
    a Newton step on the true hessian for Friedman's gradient boosting; times the learning
    rate;
 5. ``F`` updated from the grower's partition (out-of-bag rows walk the tree on bin
-   codes), and the evaluation sets' raw predictions from the tree;
+   codes), and the evaluation sets' raw predictions from the tree. Steps 4 and 5 of a
+   tree (bar the evaluation sets) run right after it grows, in the thread that grew it;
 6. the metric on every evaluation set, then the callbacks (early stopping among them).
 
 Every random draw comes from one ``RandomState`` in a fixed order (rows, then each
