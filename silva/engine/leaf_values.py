@@ -79,9 +79,9 @@ def leaf_updates(parallel):
     """``(add_leaf_values, add_leaf_values_binned)``, or with ``parallel=False`` their
     copies compiled without a parallel region (for fits too small to need one: a cold
     first fit then compiles none; and for a tree finished in one of boosting's pool
-    threads, beside other trees: the kernels release the GIL). With ``parallel``, a tree of fewer than
-    ``PARALLEL_UPDATE_MIN_ROWS`` rows is added by the serial copy. The sums are the same
-    either way: each sample's raw prediction gets one addition."""
+    threads, beside other trees: the kernels release the GIL). With ``parallel``, a
+    tree of fewer than ``PARALLEL_UPDATE_MIN_ROWS`` rows is added by the serial copy.
+    The sums are the same either way: each sample's raw prediction gets one addition."""
     if parallel:
         return _add_leaf_values_by_size, add_leaf_values_binned
     return serial_copy(add_leaf_values), serial_copy(add_leaf_values_binned)
