@@ -13,12 +13,14 @@ One iteration, for the current raw predictions ``F`` (one column per output):
    replacement (Friedman 2002), or GOSS (:func:`goss_sample`, Ke et al. 2017);
 3. one tree per output column, grown by :func:`silva.engine.gradient_grower.grow_gradient_tree`
    on a feature subset (``colsample_bytree``), the columns' trees one after the other or
-   at once in threads (:class:`IterationGrower`);
+   at once in the fit's pool of threads (:class:`IterationGrower`; the pool then also
+   computes a multiclass gradient, by ranges of rows);
 4. the leaf values (:func:`leaf_values`): the grower's Newton values, or a line search, or
    a Newton step on the true hessian for Friedman's gradient boosting; times the learning
    rate;
 5. ``F`` updated from the grower's partition (out-of-bag rows walk the tree on bin
-   codes), and the evaluation sets' raw predictions from the tree;
+   codes), and the evaluation sets' raw predictions from the tree. Steps 4 and 5 of a
+   tree (bar the evaluation sets) run right after it grows, in the thread that grew it;
 6. the metric on every evaluation set, then the callbacks (early stopping among them).
 
 Every random draw comes from one ``RandomState`` in a fixed order (rows, then each
@@ -45,6 +47,7 @@ from silva.engine.leaf_values import leaf_sums, leaf_updates
 from silva.engine.nodes import LEAF, decision_arrays
 from silva.engine.random import seed_from_random_state
 from silva.engine.sparse import is_sparse
+from silva.engine.specialize import serial_copy
 from silva.engine.tree import Tree
 
 
@@ -148,15 +151,20 @@ class ThreadChoice:
 
 
 class IterationGrower:
-    """Grows an iteration's trees, one per output column of the gradients.
+    """Grows an iteration's trees, one per output column of the gradients, and finishes
+    each (its leaf values and its column's raw update) right after it grows.
 
     One after the other, each with the grower's own parallel passes over row blocks; or,
     when asked to run parallel with several trees (one per class), the trees at once in
     a pool of threads, each grown serially (``serial=True``: the same row blocks one
-    after the other) on a workspace of its own. Each tree's inputs (feature mask, seed)
-    are drawn beforehand, so the trees are the same either way: the multiclass trees
-    grow about twice as fast on two cores, where most nodes are too small for parallel
-    passes.
+    after the other) on a workspace of its own, and finished by the thread that grew it
+    (a tree's finish touches its own raw column only). Each tree's inputs (feature
+    mask, seed) are drawn beforehand, so the trees are the same either way: the
+    multiclass trees grow about twice as fast on two cores, where most nodes are too
+    small for parallel passes.
+
+    The pool and its workspaces live for the whole fit (:meth:`close` ends them): a pool
+    per iteration started and joined its threads a hundred times a fit.
     """
 
     def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
@@ -180,6 +188,8 @@ class IterationGrower:
         self.n_threads = n_threads
         self.data = data  # gradient_grower.GradientData
         self.rules = rules  # gradient_grower.GradientRules
+        self.pool = None  # the fit's ThreadPoolExecutor, started by the first parallel call
+        self.free = queue.SimpleQueue()  # the workspaces no pool thread holds
 
     def grow(self, column, feature_mask, seed, grad, hess, weight, in_bag, workspace,
              serial):
@@ -192,42 +202,66 @@ class IterationGrower:
             table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
                                             feature_mask, seed, statistics)
             return table, bitsets, sample_indices
+        if serial:
+            table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
+                                            feature_mask, seed, np.int64(1), statistics)
+            return table, bitsets, sample_indices
         # The grower's parallel loops run over a few row blocks each: hand them out one
         # at a time, so that a thread the OS stalls holds up one block, not half of them.
         chunksize = numba.set_parallel_chunksize(1)
         try:
             table, bitsets = self.grow_tree(
                 workspace, self.data, self.rules, sample_indices, feature_mask, seed,
-                np.int64(1 if serial else numba.get_num_threads()), statistics)
+                np.int64(numba.get_num_threads()), statistics)
         finally:
             numba.set_parallel_chunksize(chunksize)
         return table, bitsets, sample_indices
 
-    def grow_all(self, draws, grad, hess, weight, in_bag, parallel):
-        """The trees for ``draws`` (one ``(feature_mask, seed)`` per column), in order."""
+    def pools_trees(self, parallel, n_columns):
+        """Whether :meth:`grow_all` grows ``n_columns`` trees in the pool's threads (in an
+        iteration run ``parallel``)."""
         # The sparse grower's trees grow one after the other (its workspace is not
         # cloned for threads; see gradient_sparse).
-        n_workers = min(self.n_threads, len(draws)) if parallel and not self.sparse else 1
-        if n_workers == 1:
-            return [self.grow(k, mask, seed, grad, hess, weight, in_bag, self.workspaces[0],
-                              serial=False)
+        return parallel and not self.sparse and min(self.n_threads, n_columns) > 1
+
+    def map(self, function, items):
+        """``[function(item) for item in items]``, run in the pool's threads."""
+        if self.pool is None:
+            # As many workspaces as threads; a thread takes a free one for each tree.
+            while len(self.workspaces) < self.n_threads:
+                self.workspaces.append(gradient_histogram.clone_workspace(self.workspaces[0]))
+            for workspace in self.workspaces:
+                self.free.put(workspace)
+            self.pool = ThreadPoolExecutor(self.n_threads)
+        return list(self.pool.map(function, items))
+
+    def grow_all(self, draws, grad, hess, weight, in_bag, parallel, finish):
+        """``finish(k, table, bitsets, sample_indices, serial)`` of the tree grown for
+        each of ``draws`` (one ``(feature_mask, seed)`` per column), in column order;
+        ``serial`` tells ``finish`` that it runs in a pool thread, beside other trees."""
+        if not self.pools_trees(parallel, len(draws)):
+            return [finish(k, *self.grow(k, mask, seed, grad, hess, weight, in_bag,
+                                         self.workspaces[0], serial=False), False)
                     for k, (mask, seed) in enumerate(draws)]
-        while len(self.workspaces) < n_workers:
-            self.workspaces.append(gradient_histogram.clone_workspace(self.workspaces[0]))
-        free = queue.SimpleQueue()
-        for workspace in self.workspaces[:n_workers]:
-            free.put(workspace)
 
         def grow_one(k):
-            workspace = free.get()
+            workspace = self.free.get()
             try:
-                return self.grow(k, *draws[k], grad, hess, weight, in_bag, workspace,
-                                 serial=True)
+                grown = self.grow(k, *draws[k], grad, hess, weight, in_bag, workspace,
+                                  serial=True)
             finally:
-                free.put(workspace)
+                self.free.put(workspace)
+            return finish(k, *grown, True)
 
-        with ThreadPoolExecutor(n_workers) as pool:
-            return list(pool.map(grow_one, range(len(draws))))
+        # The pool's queue hands the trees out one at a time, in column order, to
+        # whichever thread is free: trees of unequal cost balance themselves.
+        return self.map(grow_one, range(len(draws)))
+
+    def close(self):
+        """End the pool's threads (a no-op when none started)."""
+        if self.pool is not None:
+            self.pool.shutdown()
+            self.pool = None
 
 
 # A sparse X grows on its stored entries (engine/gradient_sparse.py) when at most this
@@ -298,28 +332,30 @@ def feature_draws(n_columns, n_features, n_bytree, rng):
 
 # ---------------------------------------------------------------- leaf values
 def leaf_values(table, sample_indices, column, loss, line_search, newton_step, y, raw,
-                grad, hess, weight, params, learning_rate):
+                grad, hess, weight, params, learning_rate, *, serial=False):
     """A grown tree's node values times the learning rate, and its leaf mask.
 
     The grower's Newton values, unless the leaves are re-fitted: by the loss's line
     search ``line_search`` (a ``losses.LINE_SEARCH_*`` kind: Friedman's median or
     quantile, or his Huber step) or, when ``newton_step``, by a Newton step on each leaf's
     gradient and hessian sums (:func:`newton_value`). Either way a leaf stays within its
-    monotonic bounds.
+    monotonic bounds. ``serial``: through the compiled passes' copies without a parallel
+    region (for a tree finished in a pool thread, beside other trees).
     """
     values = table["value"].copy()
     is_leaf = table["left"] == LEAF
     if line_search is not None:
         leaves = np.flatnonzero(is_leaf)
         searched = np.empty(len(leaves))
-        losses.leaf_line_search(
+        (serial_copy(losses.leaf_line_search) if serial else losses.leaf_line_search)(
             line_search, loss.line_search_param(), float(loss.param), y,
             np.ascontiguousarray(raw[:, column]), weight, sample_indices,
             table["start"][leaves], table["end"][leaves], searched)
         values[leaves] = np.clip(searched, table["lower"][leaves], table["upper"][leaves])
     elif newton_step:
         leaf_gh = np.empty((table.shape[0], 2))
-        leaf_sums(grad, hess, column, weight, sample_indices, table, leaf_gh)
+        (serial_copy(leaf_sums) if serial else leaf_sums)(
+            grad, hess, column, weight, sample_indices, table, leaf_gh)
         for node in np.flatnonzero(is_leaf):
             values[node] = newton_value(leaf_gh[node], params, table["lower"][node],
                                         table["upper"][node])
@@ -453,6 +489,42 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
         gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
                           n_bynode, config.monotonic, config.interaction_sets))
     add_leaf_values, add_leaf_values_binned = leaf_updates(grower.parallel)
+    # One range of rows per pool thread, for a gradient computed in the pool.
+    bounds = np.linspace(0, n_samples, choice.threads + 1).astype(np.int64)
+    row_ranges = list(zip(bounds[:-1], bounds[1:], strict=True))
+    # The nogil copies of the updates, for a tree finished in a pool thread (beside
+    # other trees: no parallel region of its own).
+    add_leaf_values_serial, add_leaf_values_binned_serial = leaf_updates(False)
+
+    def finish(k, table, bitsets, sample_indices, serial):
+        """Tree ``k`` finished: its leaf values, its raw column updated by them, and the
+        :class:`Tree` to keep: ``(tree, values, split_gains, leaf_seconds,
+        update_seconds)``. Writes ``raw[:, k]`` only, so that the trees of an iteration
+        may finish in threads at once (the other thread meanwhile grows its tree)."""
+        t2 = time.perf_counter()
+        values, is_leaf = leaf_values(
+            table, sample_indices, k, loss, line_search, newton_step, y, raw,
+            grad, hess, weight, params, config.learning_rate, serial=serial)
+        t3 = time.perf_counter()
+        if serial:
+            add_leaf_values_serial(raw, k, sample_indices, table, values)
+        else:
+            chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
+            try:
+                add_leaf_values(raw, k, sample_indices, table, values)
+            finally:
+                numba.set_parallel_chunksize(chunksize)
+        if out_of_bag is not None and out_of_bag.size and sparse_growth:
+            gradient_sparse.add_leaf_values_sparse(
+                raw, k, out_of_bag, workspace, table, bitsets,
+                np.int64(binner.missing_bin_), values)
+        elif out_of_bag is not None and out_of_bag.size:
+            (add_leaf_values_binned_serial if serial else add_leaf_values_binned)(
+                raw, k, out_of_bag, codes, table, bitsets, binner.missing_bin_, values)
+        tree = make_tree(table, bitsets, values, n_features, tree_categories)
+        split_gains = np.where(is_leaf, 0.0, table["gain"])
+        return tree, values, split_gains, t3 - t2, time.perf_counter() - t3
+
     iterations = progress(range(begin, end), total=end - begin,
                           enabled=bool(config.verbose), desc=label)
     try:
@@ -461,7 +533,14 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             numba.set_num_threads(choice.threads if parallel else 1)
             t0 = time.perf_counter()
             loss.update_iteration(y, raw, sample_weight)
-            loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
+            if loss.row_parallel_gradient and grower.pools_trees(parallel, n_outputs):
+                # The pool's threads share the rows out: a parallel region of numba's
+                # (OpenMP) left its worker spinning for a while on a core that the pool's
+                # threads then needed for the trees.
+                grower.map(lambda rows: loss.gradient_hessian_rows(
+                    y, raw, grad, hess, rows[0], rows[1]), row_ranges)
+            else:
+                loss.gradient_hessian(y, raw, grad, hess, iteration=iteration)
             in_bag, weight, out_of_bag = _iteration_rows(config, grad, sample_weight,
                                                          all_rows, rng)
             t1 = time.perf_counter()
@@ -470,32 +549,16 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             # trees are the same whether they grow one after the other or at once.
             draws = feature_draws(n_outputs, n_features, n_bytree, rng)
             t1 = time.perf_counter()
-            grown = grower.grow_all(draws, grad, hess, weight, in_bag, parallel)
+            finished = grower.grow_all(draws, grad, hess, weight, in_bag, parallel, finish)
             timings["grow"] += time.perf_counter() - t1
             iteration_trees = []
-            for k, (table, bitsets, sample_indices) in enumerate(grown):
-                t2 = time.perf_counter()
-                values, is_leaf = leaf_values(
-                    table, sample_indices, k, loss, line_search, newton_step, y, raw,
-                    grad, hess, weight, params, config.learning_rate)
-                t3 = time.perf_counter()
-                timings["leaf_values"] += t3 - t2
-                chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
-                try:
-                    add_leaf_values(raw, k, sample_indices, table, values)
-                finally:
-                    numba.set_parallel_chunksize(chunksize)
-                if out_of_bag is not None and out_of_bag.size and sparse_growth:
-                    gradient_sparse.add_leaf_values_sparse(
-                        raw, k, out_of_bag, workspace, table, bitsets,
-                        np.int64(binner.missing_bin_), values)
-                elif out_of_bag is not None and out_of_bag.size:
-                    add_leaf_values_binned(raw, k, out_of_bag, codes, table, bitsets,
-                                           binner.missing_bin_, values)
-                tree = make_tree(table, bitsets, values, n_features, tree_categories)
-                timings["update"] += time.perf_counter() - t3
+            for k, (tree, values, split_gains, leaf_seconds, update_seconds) in (
+                    enumerate(finished)):
+                # A tree finished in a pool thread counts its seconds in "grow" too.
+                timings["leaf_values"] += leaf_seconds
+                timings["update"] += update_seconds
                 iteration_trees.append(tree)
-                record.split_gains.append(np.where(is_leaf, 0.0, table["gain"]))
+                record.split_gains.append(split_gains)
                 for e in evals:
                     e.raw[:, k] += values[tree.apply(e.X)]
             record.trees.append(iteration_trees)
@@ -516,6 +579,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                 record.best_iteration = int(stop.best_iteration)
                 break
     finally:
+        grower.close()
         numba.set_num_threads(choice.threads)
     if stopper is not None and record.best_iteration is None:
         # Early stopping never fired: the model still keeps its best iteration.

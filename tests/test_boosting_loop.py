@@ -256,3 +256,39 @@ def test_leaf_updates_serial_below_the_row_threshold_same_model(monkeypatch):
         model = GradientBoostingRegressor(n_estimators=8, random_state=0).fit(X, y)
         predictions.append(model.predict(X))
     np.testing.assert_array_equal(predictions[0], predictions[1])
+
+
+@pytest.mark.parametrize("changes", [{}, {"subsample": 0.7}, {"boosting": "gradient"}])
+def test_class_trees_in_the_pool_build_the_one_thread_model(monkeypatch, changes):
+    # Iterations run parallel grow the class trees in the fit's pool of threads, which
+    # also compute the softmax gradient (by ranges of rows) and finish each tree (leaf
+    # values, its raw column's update: in-bag, and out-of-bag with subsample; a Newton
+    # step on the leaf sums for Friedman's boosting). Every iteration parallel must give
+    # the same bits as every iteration on one thread.
+    import numba
+
+    from silva.boosting import GradientBoostingClassifier
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads for the pool")
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(3000, 5))
+    y = (X[:, 0] > 0).astype(int) + 2 * (X[:, 1] + 0.3 * X[:, 2] > 0.2)  # four classes
+    pools_trees = loop.IterationGrower.pools_trees
+    pooled = []
+
+    def recorded_pools_trees(self, parallel, n_columns):
+        pooled.append(pools_trees(self, parallel, n_columns))
+        return pooled[-1]
+
+    monkeypatch.setattr(loop.IterationGrower, "pools_trees", recorded_pools_trees)
+    probabilities = {}
+    for parallel in (True, False):
+        monkeypatch.setattr(loop.ThreadChoice, "parallel", lambda self, p=parallel: p)
+        pooled.clear()
+        model = GradientBoostingClassifier(n_estimators=6, max_leaf_nodes=7,
+                                           random_state=0, **changes).fit(X, y)
+        assert all(pooled) if parallel else not any(pooled)  # the pool, then none
+        probabilities[parallel] = model.predict_proba(X)
+    np.testing.assert_array_equal(probabilities[True], probabilities[False])
+    assert len(np.unique(probabilities[True].argmax(axis=1))) == 4

@@ -14,7 +14,7 @@ from silva.engine.specialize import serial_copy
 UPDATE_PREFETCH_ROWS = 64
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
 def add_leaf_values(raw, column, sample_indices, table, leaf_values):
     """``raw[s, column] += leaf_values[node]`` for the samples of every leaf of ``table``;
     ``raw`` column-major, as boosting keeps it (the prefetch addresses assume a
@@ -36,7 +36,7 @@ def add_leaf_values(raw, column, sample_indices, table, leaf_values):
             target[sample_indices[i]] += value
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
 def add_leaf_values_binned(raw, column, rows, codes, table, bitsets, missing_bin,
                            leaf_values):
     """``raw[s, column] += leaf_values[leaf of s]`` for ``s`` in ``rows``, walking the tree on
@@ -54,7 +54,7 @@ def add_leaf_values_binned(raw, column, rows, codes, table, bitsets, missing_bin
         raw[s, column] += leaf_values[node]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
 def leaf_sums(gradient, hessian, column, weight, sample_indices, table, out):
     """``out[node] = (sum w g, sum w h)`` over each leaf's samples (Newton line search)."""
     for node in nb.prange(table.shape[0]):
@@ -78,9 +78,10 @@ PARALLEL_UPDATE_MIN_ROWS = 1 << 16
 def leaf_updates(parallel):
     """``(add_leaf_values, add_leaf_values_binned)``, or with ``parallel=False`` their
     copies compiled without a parallel region (for fits too small to need one: a cold
-    first fit then compiles none). With ``parallel``, a tree of fewer than
-    ``PARALLEL_UPDATE_MIN_ROWS`` rows is added by the serial copy. The sums are the same
-    either way: each sample's raw prediction gets one addition."""
+    first fit then compiles none; and for a tree finished in one of boosting's pool
+    threads, beside other trees: the kernels release the GIL). With ``parallel``, a
+    tree of fewer than ``PARALLEL_UPDATE_MIN_ROWS`` rows is added by the serial copy.
+    The sums are the same either way: each sample's raw prediction gets one addition."""
     if parallel:
         return _add_leaf_values_by_size, add_leaf_values_binned
     return serial_copy(add_leaf_values), serial_copy(add_leaf_values_binned)

@@ -223,9 +223,11 @@ def test_loss_codes_are_distinct_and_named_on_the_classes():
 
 
 def test_multinomial_gradient_serial_and_parallel_agree(monkeypatch):
-    # Small data takes the serial copy, large the parallel loops: the same bits either way.
+    # Small data takes the serial copy, large the parallel loop over row blocks (three
+    # here, the last one short), the boosting loop's pool threads ranges of rows: the
+    # same bits every way.
     rng = np.random.default_rng(3)
-    n_samples, n_classes = 5000, 7
+    n_samples, n_classes = 2 * losses.SOFTMAX_BLOCK_ROWS + 904, 7
     raw = np.asfortranarray(rng.normal(scale=4.0, size=(n_samples, n_classes)))
     y = rng.integers(0, n_classes, n_samples).astype(np.float64)
     loss = losses.MultinomialLogLoss(n_classes)
@@ -236,9 +238,17 @@ def test_multinomial_gradient_serial_and_parallel_agree(monkeypatch):
         hess = np.empty_like(raw, order="F")
         loss.gradient_hessian(y, raw, grad, hess)
         results.append((grad, hess))
-    (grad_p, hess_p), (grad_s, hess_s) = results
+    # Two uneven ranges, neither on a block boundary.
+    grad = np.full_like(raw, np.nan, order="F")
+    hess = np.full_like(raw, np.nan, order="F")
+    for start, stop in ((0, 1234), (1234, n_samples)):
+        loss.gradient_hessian_rows(y, raw, grad, hess, start, stop)
+    results.append((grad, hess))
+    (grad_p, hess_p), (grad_s, hess_s), (grad_r, hess_r) = results
     np.testing.assert_array_equal(grad_p, grad_s)
     np.testing.assert_array_equal(hess_p, hess_s)
+    np.testing.assert_array_equal(grad_r, grad_s)
+    np.testing.assert_array_equal(hess_r, hess_s)
     # And they are the softmax gradient: p - 1[y == k].
     p = np.exp(raw - raw.max(axis=1, keepdims=True))
     p /= p.sum(axis=1, keepdims=True)
