@@ -643,7 +643,8 @@ SplitScratch = namedtuple("SplitScratch", [
     # Extra trees' fused search of a node's rows (search_random_node), per column of
     # the grower's ordered codes (n_features, padded to whole words: n_features + 8):
     "column_ranges",  # (3, n_features + 8) uint16: RANGE_LOW, RANGE_HIGH, RANGE_MISSING
-    "column_splits",  # (2, n_features + 8): COLUMN_LIMIT, COLUMN_LAST_LEFT
+    "column_splits",  # (4, n_features + 8): COLUMN_LIMIT ... LANE_LIMIT (int64)
+    "lane_codes",  # (_CHUNK, n_features + 8) uint16: a chunk of rows' visited codes
     "column_sums",  # (2, n_channels, n_features + 8): left and missing sums, channel-major
 ])
 # Rows of SplitScratch.side_sums.
@@ -652,8 +653,15 @@ SIDE_MISSING, SIDE_LEFT, SIDE_RIGHT, SIDE_FEATURE_LEFT, SIDE_NODE_LEFT = range(5
 # its largest code that is not missing, whether a code is missing (see _column_ranges).
 RANGE_LOW, RANGE_HIGH, RANGE_MISSING = range(3)
 # Rows of SplitScratch.column_splits: per column, the last bin going left of its random
-# split (-1: the column is not summed), then its largest bin going left in the node.
-COLUMN_LIMIT, COLUMN_LAST_LEFT = range(2)
+# split (-1: the column is not summed), then its largest bin going left in the node
+# (the lanes' instead, when search_random_node gathers the visited columns); per lane of
+# gathered codes, its column and its limit.
+COLUMN_LIMIT, COLUMN_LAST_LEFT, LANE_COLUMN, LANE_LIMIT = range(4)
+# search_random_node gathers the visited columns' codes, _CHUNK rows at a time, when
+# they are at most a quarter of a row's columns (a random forest's or extra trees'
+# "sqrt" of the features), and sums them in lanes padded to a multiple of _LANES.
+_CHUNK = 64
+_LANES = 8
 
 
 @nb.njit(cache=True, error_model="numpy")
@@ -671,7 +679,8 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
         np.empty(n_features, dtype=np.uint64),
         np.empty(3 * (n_bins + 1) + 1, dtype=np.int64),
         np.empty((3, n_features + 8), dtype=np.uint16),
-        np.empty((2, n_features + 8), dtype=np.int64),
+        np.empty((4, n_features + 8), dtype=np.int64),
+        np.empty((_CHUNK, n_features + 8), dtype=np.uint16),
         np.empty((2, n_channels, n_features + 8)),
     )
 
@@ -878,6 +887,8 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     seeds = scratch.seeds
     limits = scratch.column_splits[COLUMN_LIMIT]
     last_lefts = scratch.column_splits[COLUMN_LAST_LEFT]
+    lane_columns = scratch.column_splits[LANE_COLUMN]
+    lane_limits = scratch.column_splits[LANE_LIMIT]
     left_sums = scratch.column_sums[0]
     missing_sums = scratch.column_sums[1]
 
@@ -887,6 +898,7 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
         last_lefts[k] = 0
     n_visited = 0
     n_non_constant = 0
+    n_numeric = 0
     any_missing = False
     while n_visited < n_features and n_non_constant < max_features:
         f = feature_order[n_visited]
@@ -904,6 +916,9 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
         last_lefts[f] = low[f]
         limits[f] = _random_limit(lower[f], upper[f], np.int64(low[f]), np.int64(high[f]),
                                   seeds[n_visited - 1])
+        lane_columns[n_numeric] = f
+        lane_limits[n_numeric] = limits[f]
+        n_numeric += 1
         any_missing |= has_missing[f] != 0
     for c in range(n_channels):
         for k in range(width):
@@ -912,16 +927,45 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
 
     # The inner loops run along a row's codes, recomputing the comparison per channel:
     # kept in a 0/1 array instead, the loads and stores made the pass twice as slow.
-    for i in range(n_rows):
-        row = node_codes[i]
-        for k in range(width):
-            code = np.int64(row[k])
-            last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else 0)
-        for c in range(n_channels):
-            value = node_stats[i, c]
-            sums_c = left_sums[c]
+    gather = 4 * n_numeric <= width
+    if gather:
+        # Few columns visited: their codes gathered, a chunk of rows at a time, into
+        # lanes (padding lanes never go left), whose sums are then as cheap as a
+        # vector or two per channel. Sums and largest bins are then per lane.
+        n_lanes = (n_numeric + _LANES - 1) // _LANES * _LANES
+        for j in range(n_numeric, n_lanes):
+            lane_columns[j] = 0
+            lane_limits[j] = -1
+        for j in range(n_lanes):
+            last_lefts[j] = low[lane_columns[j]] if j < n_numeric else 0
+        lane_codes = scratch.lane_codes
+        for chunk in range(0, n_rows, _CHUNK):
+            n_chunk = min(_CHUNK, n_rows - chunk)
+            for r in range(n_chunk):
+                row = node_codes[chunk + r]
+                for j in range(n_lanes):
+                    lane_codes[r, j] = row[lane_columns[j]]
+            for r in range(n_chunk):
+                lanes = lane_codes[r]
+                for j in range(n_lanes):
+                    code = np.int64(lanes[j])
+                    last_lefts[j] = max(last_lefts[j], code if code <= lane_limits[j] else 0)
+                for c in range(n_channels):
+                    value = node_stats[chunk + r, c]
+                    sums_c = left_sums[c]
+                    for j in range(n_lanes):
+                        sums_c[j] += np.float64(np.int64(lanes[j]) <= lane_limits[j]) * value
+    else:
+        for i in range(n_rows):
+            row = node_codes[i]
             for k in range(width):
-                sums_c[k] += np.float64(np.int64(row[k]) <= limits[k]) * value
+                code = np.int64(row[k])
+                last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else 0)
+            for c in range(n_channels):
+                value = node_stats[i, c]
+                sums_c = left_sums[c]
+                for k in range(width):
+                    sums_c[k] += np.float64(np.int64(row[k]) <= limits[k]) * value
     if any_missing:
         for i in range(n_rows):
             row = node_codes[i]
@@ -942,6 +986,7 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     best_feature = np.int64(-1)
     best_bin = np.int64(-1)
     best_missing_left = np.bool_(False)
+    lane = 0
     for v in range(n_visited):
         f = feature_order[v]
         n_values = 0 if low[f] == missing_bin else (1 if low[f] == high[f] else 2)
@@ -961,10 +1006,12 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
                 copy_vector(out_bitset, scratch.bitset)
         else:
             # The two-entry compact histogram of random_split_from_samples.
-            bins[0] = last_lefts[f]
+            slot = lane if gather else f
+            lane += 1
+            bins[0] = last_lefts[slot]
             bins[1] = high[f]
             for c in range(n_channels):
-                sums[0, c] = left_sums[c, f]
+                sums[0, c] = left_sums[c, slot]
                 sums[1, c] = 0.0
                 missing[c] = missing_sums[c, f]
             gain, last_left_bin, missing_left, _ = evaluate_numeric_feature(
@@ -1218,10 +1265,20 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
                                     evaluate_numeric_feature=numeric_feature,
                                     _scan_position=position, RANDOM=random)
     if random and not sparse and criterion != ABSOLUTE_ERROR:
+        # The fused search scores each visited feature's two-entry histogram with the
+        # scan inlined: called apart, the scan was a sixth of an extra-trees regressor's
+        # fit (perf), most of it the call. A copy of its own, so that the other searches
+        # keep calling the shared scan.
+        inlined_scan = specialize_options(numeric_scan, "inline", {"inline": "always"})
+        random_numeric_feature = specialize(
+            evaluate_numeric_feature, suffix + "_inline_scan",
+            evaluate_numeric=specialize(evaluate_numeric, suffix + "_inline_scan",
+                                        scan_numeric=inlined_scan))
         bindings["RANDOM_FROM_ROWS"] = True
         bindings["search_random_node"] = specialize(
-            search_random_node, feature_suffix, evaluate_numeric_feature=numeric_feature,
-            evaluate_feature=feature, CATEGORICAL=categorical)
+            search_random_node, feature_suffix,
+            evaluate_numeric_feature=random_numeric_feature, evaluate_feature=feature,
+            CATEGORICAL=categorical)
     bindings.update({"evaluate_feature": feature, "search_numeric_features": numeric_search,
                      "ORDER_STATISTICS": criterion == ABSOLUTE_ERROR, "PARALLEL": parallel,
                      "CATEGORICAL": categorical})
