@@ -1,0 +1,163 @@
+"""Extra trees' fused search of a node's rows (``splitting.search_random_node``) against
+the per-feature search it replaces and against brute force.
+
+The fused search must find the very split, score and left sums (to the bit) that the
+per-feature search finds (``random_split_from_samples`` on each visited feature, one at
+a time), and draw the same random numbers: checked on single nodes, with and without
+missing codes, with categorical features, with constant features, and with few or all
+features drawn. Its pieces are checked against numpy: every column's range in the node
+(``_column_ranges``) and the winning split's left sums, summed here in row order.
+"""
+
+import numpy as np
+import pytest
+
+from silva.engine import criteria, splitting
+from silva.engine.specialize import specialize
+
+N_BINS = 32
+MISSING_BIN = N_BINS - 1  # the missing bin is above every value bin
+
+
+def _finders(criterion):
+    """The serial split search of an extra tree (fused) and the same search with the
+    fused path left out (per feature), for ``criterion``."""
+    fused = splitting.split_finder(criterion, parallel=False, categorical=True, random=True)
+    per_feature = specialize(fused, "per_feature_reference", RANDOM_FROM_ROWS=False)
+    return fused, per_feature
+
+
+def _node(seed, n_rows, n_features, criterion, missing_rate, categorical, constant):
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0, MISSING_BIN, size=(n_rows, n_features)).astype(np.uint8)
+    # A few features with few values: ties in the range, single-bin features.
+    codes[:, 1] = rng.integers(3, 5, size=n_rows)
+    for f in constant:
+        codes[:, f] = 7
+    if missing_rate:
+        codes[rng.random((n_rows, n_features)) < missing_rate] = MISSING_BIN
+        codes[:, 2] = MISSING_BIN  # all missing: constant
+        codes[: n_rows // 2, 3] = 5  # one value bin and missing codes: not constant
+        codes[n_rows // 2:, 3] = MISSING_BIN
+    is_categorical = np.zeros(n_features, dtype=np.bool_)
+    is_categorical[list(categorical)] = True
+    if criterion < criteria.SQUARED_ERROR:
+        y = rng.integers(0, 3, size=n_rows)
+        n_classes = 3
+    else:
+        y = rng.normal(size=n_rows) * 10
+        n_classes = 1
+    weight = rng.uniform(0.5, 2.0, size=n_rows)
+    stats = criteria.build_statistics(criterion, y, weight, n_classes)
+    # Sorted bin edges per feature: bin b holds values in [lower, upper].
+    upper = np.sort(rng.normal(size=(n_features, N_BINS)), axis=1)
+    lower = np.concatenate([np.full((n_features, 1), -np.inf), upper[:, :-1]], axis=1)
+    lower = np.nextafter(lower, np.inf)
+    lower[:, 0] = upper[:, 0] - 1.0
+    return codes, stats, is_categorical, n_classes, lower, upper
+
+
+def _search(finder, criterion, node, start, end, max_features, seed):
+    codes, stats, is_categorical, n_classes, lower, upper = node
+    n_rows, n_features = codes.shape
+    width = (n_features + 7) // 8 * 8
+    ordered_codes = np.zeros((n_rows, width), dtype=np.uint8)
+    ordered_codes[:, :n_features] = codes
+    bin_codes = np.ascontiguousarray(codes.T)
+    node_sums = stats[start:end].sum(axis=0)
+    n_channels = stats.shape[1]
+    n_words = (N_BINS + 63) // 64
+    scratch = splitting.make_split_scratch(n_features, N_BINS, n_channels, n_words)
+    rng_state = np.array([seed], dtype=np.uint64)
+    out_bitset = np.zeros(n_words, dtype=np.uint64)
+    result = finder(
+        np.int64(criterion), np.zeros((n_features, N_BINS, n_channels)), False, False,
+        bin_codes, ordered_codes, stats, stats, np.zeros(n_rows), np.ones(n_rows),
+        np.arange(n_rows, dtype=np.int64), np.int64(start), np.int64(end), node_sums,
+        criteria.impurity(np.int64(criterion), node_sums), node_sums[1],
+        np.full(n_features, MISSING_BIN, dtype=np.int64), is_categorical,
+        np.int64(MISSING_BIN), lower, upper, np.int64(1), 0.0, np.int64(max_features),
+        True, rng_state, np.int64(n_classes), scratch, out_bitset,
+        np.zeros(n_features, dtype=np.int8), -np.inf, np.inf)
+    left = splitting.winning_left_sums(scratch).copy()
+    return result, left, rng_state[0], out_bitset
+
+
+CASES = [
+    # (n_rows, n_features, missing_rate, categorical, constant, max_features)
+    (200, 28, 0.0, (), (), 28),
+    (200, 28, 0.0, (), (0, 5, 6), 5),
+    (333, 28, 0.1, (), (), 28),
+    (333, 28, 0.1, (), (9,), 3),
+    (150, 12, 0.05, (4, 7), (), 12),
+    (150, 12, 0.05, (4, 7), (10,), 4),
+    (97, 5, 0.2, (), (), 2),
+    (64, 8, 0.0, (), (), 8),  # rows of 8 codes, no padding
+    (40, 20, 0.1, (6,), (), 20),  # rows of 24 codes
+    (3, 28, 0.0, (), (), 28),
+    (400, 70, 0.1, (), (), 9),  # rows of 72 codes
+    (300, 64, 0.0, (), (), 64),
+]
+
+
+@pytest.mark.parametrize("criterion", [criteria.GINI, criteria.SQUARED_ERROR])
+@pytest.mark.parametrize("case", CASES)
+def test_fused_search_finds_the_per_feature_split(criterion, case):
+    n_rows, n_features, missing_rate, categorical, constant, max_features = case
+    fused, per_feature = _finders(criterion)
+    node = _node(n_rows + n_features, n_rows, n_features, criterion, missing_rate,
+                 categorical, constant)
+    codes, stats = node[0], node[1]
+    for seed in range(6):
+        # The whole node and a node inside it (rows start:end of the ordered arrays).
+        for start, end in ((0, n_rows), (n_rows // 3, n_rows - n_rows // 4)):
+            if end - start < 2:
+                continue
+            got = _search(fused, criterion, node, start, end, max_features, seed)
+            want = _search(per_feature, criterion, node, start, end, max_features, seed)
+            (gain, feature, last_left_bin, missing_left), left, rng_after, bitset = got
+            assert (gain, feature, last_left_bin, missing_left) == want[0]
+            assert rng_after == want[2]  # the same number of draws
+            if feature < 0:
+                continue
+            assert np.array_equal(left, want[1])  # to the bit
+            if node[2][feature]:
+                assert np.array_equal(bitset, want[3])
+                continue
+            # The left sums, to the bit: the value bins going left summed in row order,
+            # after the missing codes' sum when missing values go left (as the scan adds).
+            column = codes[start:end, feature]
+            is_missing = column == MISSING_BIN
+            value_left = ~is_missing & ((column <= last_left_bin)
+                                        | (last_left_bin == splitting.ALL_VALUE_BINS))
+            expected = np.zeros(stats.shape[1])
+            for i in np.flatnonzero(value_left):
+                expected += stats[start + i]
+            if missing_left:
+                missing_sum = np.zeros(stats.shape[1])
+                for i in np.flatnonzero(is_missing):
+                    missing_sum += stats[start + i]
+                expected = missing_sum + expected
+            assert np.array_equal(left, expected)
+
+
+@pytest.mark.parametrize("n_rows, width", [(0, 32), (1, 32), (2, 32), (3, 32), (100, 32),
+                                           (129, 8), (77, 16), (50, 24), (31, 64),
+                                           (45, 128), (9, 40)])
+def test_column_ranges_match_numpy(n_rows, width):
+    rng = np.random.default_rng(n_rows * width)
+    codes = rng.integers(3, 60, size=(n_rows, width)).astype(np.uint8)
+    codes[rng.random((n_rows, width)) < 0.2] = 255
+    if n_rows:
+        codes[:, 0] = 255  # every code missing
+        codes[:, 1] = 9  # one value, no missing code
+    ranges = np.zeros((3, width), dtype=np.uint16)
+    splitting._column_ranges(codes, np.int64(255), ranges)
+    values = np.where(codes == 255, 255, codes).astype(np.int64)
+    expected_low = values.min(axis=0, initial=255)
+    expected_high = np.where(codes == 255, 0, codes).max(axis=0, initial=0)
+    expected_missing = (codes == 255).any(axis=0)
+    assert np.array_equal(ranges[splitting.RANGE_LOW, :width], expected_low)
+    assert np.array_equal(ranges[splitting.RANGE_HIGH, :width], expected_high)
+    assert np.array_equal(ranges[splitting.RANGE_MISSING, :width], expected_missing)
+
