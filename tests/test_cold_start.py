@@ -141,14 +141,17 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
         return _paths_chosen(monkeypatch, cart, "compiled_grower",
                              lambda: silva.DecisionTreeClassifier(**params).fit(X, X[:, 0] > 0))
 
-    assert paths(X) == {"parallel": False, "categorical": False, "extras": False}
+    assert paths(X) == {"parallel": False, "categorical": False, "extras": False,
+                        "random": False}
     assert paths(X_categorical, categorical_features=[2])["categorical"]
     assert paths(X, max_leaf_nodes=5)["extras"]
     # A constrained fit takes the monotone copy; an all-zero constraint does not.
     assert paths(X, monotonic_cst=[1, 0, 0])["monotone"]
     assert "monotone" not in paths(X, monotonic_cst=[0, 0, 0])
     assert paths(X, min_significance=0.05)["extras"]
-    assert paths(X, splitter="random")["extras"]
+    # Extra trees' random splits: a lean copy of their own, without the other extras.
+    random_paths = paths(X, splitter="random")
+    assert random_paths["random"] and not random_paths["extras"]
     # The root reaches parallel_min_work: the parallel paths, unless on one thread.
     big = rng.normal(size=(8000, 28))
     assert paths(big)["parallel"] == (numba.get_num_threads() > 1)

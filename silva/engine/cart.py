@@ -223,8 +223,7 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     # when even the root is below the threshold, or with one thread.
     parallel = (not sparse and nb.get_num_threads() > 1
                 and sample_indices.shape[0] * data.n_features >= parallel_min_work)
-    extras = (rules.min_significance < 1.0 or rules.max_leaf_nodes > 0
-              or bool(rules.use_random))
+    extras = rules.min_significance < 1.0 or rules.max_leaf_nodes > 0
     monotone = rules.monotonic_cst is not None and bool(np.any(rules.monotonic_cst))
     monotonic_cst = (np.ascontiguousarray(rules.monotonic_cst, dtype=np.int8) if monotone
                      else np.zeros(data.n_features, dtype=np.int8))
@@ -234,6 +233,7 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
         paths["sparse"] = True
     grower = compiled_grower(rules.criterion, parallel=parallel,
                              categorical=bool(data.is_categorical.any()), extras=extras,
+                             random=bool(rules.use_random),
                              **paths)
     # The grower releases the GIL, so that threads grow trees at once.
     table, values, bitsets = run_grower(grower, data.compiled(task.sample_indices),

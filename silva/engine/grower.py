@@ -665,7 +665,7 @@ def grow_tree(data, rules, samples, buffers, monotonic_cst):
 
 @functools.cache  # called once per tree: a forest asks 100 times for the same copy
 def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False,
-                    sparse=False):
+                    sparse=False, random=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -673,16 +673,19 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     split_finder` and compiles no other criterion's kernels. ``parallel=False`` compiles
     no parallel region (for fits whose root is below ``parallel_min_work``: none of
     their nodes would open one), ``categorical=False`` no category scan (no categorical
-    feature), ``extras=False`` none of the significance test (``min_significance < 1``),
-    best-first growth's heap (``max_leaf_nodes > 0``) and random splits (extra trees),
-    which the default trees, forests, bagging and AdaBoost never take. Each left-out path
-    is a second or more of a cold first fit; the trees grown are the same.
+    feature), ``extras=False`` none of the significance test (``min_significance < 1``)
+    and best-first growth's heap (``max_leaf_nodes > 0``), ``random=False`` none of the
+    random splits (extra trees): paths the default trees, forests, bagging and AdaBoost
+    never take. Each left-out path is a second or more of a cold first fit; the trees
+    grown are the same.
 
-    At most three copies per criterion, not one per combination of flags: each copy is a
+    At most four copies per criterion, not one per combination of flags: each copy is a
     compile of its own (about 10 s), and a test suite or a varied workload would compile
     every combination it meets. A fit that needs the parallel paths (large data) gets
-    the full copy; a serial fit the lean copy (numeric, no extras) when it needs neither
-    category scans nor extras, else the serial copy of everything else. The copy
+    the full copy; a serial fit without category scans or extras one of the two lean
+    copies (numeric, no extras): the best splitter's, or extra trees' (``_random``,
+    about 7 s less to compile for a default extra-trees fit than the serial copy of
+    everything); any other serial fit the serial copy of everything else. The copy
     releases the GIL, so that a forest grows its trees on several threads at once.
 
     ``monotone=True`` (a fit with a monotonic constraint) is a copy of its own, named
@@ -699,6 +702,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
         parallel = False
     lean = not (parallel or categorical or extras)
     categorical = extras = not lean
+    random = random or not lean
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     node_functions = {}
@@ -711,13 +715,15 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
                            **node_functions)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
                              extras=extras)
+    if lean and random:
+        variant += "_random"
     if sparse:
         variant += "_sparse"
     if monotone:
         variant += "_monotone"
     node_bindings = {"_fill_node": fill_node,
                      "find_node_split": split_finder(criterion, parallel, categorical,
-                                                     random=extras, monotone=monotone,
+                                                     random=random, monotone=monotone,
                                                      sparse=sparse)}
     if not extras:
         node_bindings["_accept_split"] = specialize(_accept_split, "plain",
@@ -754,7 +760,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
         bindings["_open_small_node"] = specialize_options(
             _open_node, serial_variant, nrt_free,
             **dict(node_bindings, find_node_split=split_finder(
-                criterion, False, categorical, random=extras, monotone=monotone)))
+                criterion, False, categorical, random=random, monotone=monotone)))
     if sparse:
         bindings.update(
             _order_root_samples=cart_sparse.order_root_samples_sparse,
