@@ -843,6 +843,24 @@ def _column_ranges(node_codes, missing_bin, ranges):
             has_missing[f] |= np.uint16(is_missing)
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _add_row_left(codes, limits, n_columns, stats_row, n_channels, left_sums, last_lefts):
+    """One row's part of :func:`search_random_node`'s left sums: for each of the first
+    ``n_columns`` columns of ``codes`` (a row's codes, or its gathered lanes) whose code
+    is at most the column's ``limits`` entry, the row's channels added to the column's
+    ``left_sums[c]`` and its code to the column's largest left bin ``last_lefts``. The
+    inner loops run along the columns, which LLVM vectorises; a column that does not go
+    left adds ``0 * value``."""
+    for k in range(n_columns):
+        code = np.int64(codes[k])
+        last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else 0)
+    for c in range(n_channels):
+        value = stats_row[c]
+        sums_c = left_sums[c]
+        for k in range(n_columns):
+            sums_c[k] += np.float64(np.int64(codes[k]) <= limits[k]) * value
+
+
 # Called from compiled code alone: no CPython wrapper; without reference counts, as
 # search_numeric_features (it allocates nothing).
 @nb.njit(cache=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True)
@@ -962,26 +980,12 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
                 for j in range(n_lanes):
                     lane_codes[r, j] = row[lane_columns[j]]
             for r in range(n_chunk):
-                lanes = lane_codes[r]
-                for j in range(n_lanes):
-                    code = np.int64(lanes[j])
-                    last_lefts[j] = max(last_lefts[j], code if code <= lane_limits[j] else 0)
-                for c in range(n_channels):
-                    value = node_stats[chunk + r, c]
-                    sums_c = left_sums[c]
-                    for j in range(n_lanes):
-                        sums_c[j] += np.float64(np.int64(lanes[j]) <= lane_limits[j]) * value
+                _add_row_left(lane_codes[r], lane_limits, n_lanes, node_stats[chunk + r],
+                              n_channels, left_sums, last_lefts)
     else:
         for i in range(n_rows):
-            row = node_codes[i]
-            for k in range(width):
-                code = np.int64(row[k])
-                last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else 0)
-            for c in range(n_channels):
-                value = node_stats[i, c]
-                sums_c = left_sums[c]
-                for k in range(width):
-                    sums_c[k] += np.float64(np.int64(row[k]) <= limits[k]) * value
+            _add_row_left(node_codes[i], limits, width, node_stats[i], n_channels, left_sums,
+                          last_lefts)
     if any_missing:
         for i in range(n_rows):
             row = node_codes[i]
