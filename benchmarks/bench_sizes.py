@@ -158,8 +158,11 @@ def run_child(family, library, task, data_dir, threads, repeat):
         predict_s = min(predict_s, time.perf_counter() - start)
     one_row_s = _one_row_seconds(model.predict, row)
     score = (r2_score if task == "regression" else accuracy_score)(y_test, prediction)
+    # Boosting that stops early (AdaBoost on a learner whose error reaches one half)
+    # fits fewer rounds than asked: the count says what the fit time paid for.
+    rounds = len(getattr(model, "estimators_", ())) or None
     print(json.dumps({"fit_s": fit_s, "predict_s": predict_s, "one_row_s": one_row_s,
-                      "score": float(score)}))
+                      "score": float(score), "rounds": rounds}))
 
 
 # ------------------------------------------------------------------------------ runner
@@ -236,13 +239,29 @@ def _ratio(values):
     return values["silva"] / faster_peer(values)
 
 
+def _round_cells(ok, libraries):
+    """The rounds each library fitted, and silva's fit time per round over the faster
+    peer's (AdaBoost's table)."""
+    rounds = {lib: ok[lib].get("rounds") for lib in libraries if lib in ok}
+    counts = "; ".join("–" if rounds[lib] is None else str(rounds[lib]) for lib in rounds)
+    per_round = {lib: ok[lib]["fit_s"] / rounds[lib] for lib in rounds if rounds[lib]}
+    ratio = _ratio(per_round)
+    return f" {counts} | {'–' if ratio is None else f'{ratio:.2f}x'} |"
+
+
 def family_tables(family, libraries, measured):
     """Markdown: the family's fit table and predict table, and the notes on failures."""
     names = [("sklearn HGB" if family == "boosting" and lib == "sklearn" else lib)
              for lib in libraries]
+    # AdaBoost stops when a round's error reaches one half, which happens after
+    # different numbers of rounds in reweighting (silva's default) and resampling
+    # (scikit-learn's regressor): the rounds and the time per round are shown beside.
+    per_round = family == "adaboost"
     fit_lines = ["| data | train rows | " + " | ".join(f"{n} s" for n in names)
-                 + " | silva / faster peer | target | met | score: silva; peers |",
-                 "|---|---:|" + "---:|" * len(names) + "---:|---:|---|---|"]
+                 + " | silva / faster peer | target | met | score: silva; peers |"
+                 + (" rounds: silva; peers | per round: silva / peer |" if per_round else ""),
+                 "|---|---:|" + "---:|" * len(names) + "---:|---:|---|---|"
+                 + ("---|---:|" if per_round else "")]
     predict_lines = ["| data | test rows | " + " | ".join(f"{n} test set ms" for n in names)
                      + " | ratio | " + " | ".join(f"{n} one row ms" for n in names)
                      + " | ratio | target | met |",
@@ -272,7 +291,8 @@ def family_tables(family, libraries, measured):
         scores = f"{silva_score}; {scores or '–'}"
         fit_lines.append(f"| {dataset.name} | {n_train:,} | {cells('fit_s', 1)} | "
                          f"{fit_text} | {'–' if target is None else f'<= {target}x'} | "
-                         f"{_mark(fit_ratio, target)} | {scores} |")
+                         f"{_mark(fit_ratio, target)} | {scores} |"
+                         + (_round_cells(ok, libraries) if per_round else ""))
         _, predict_text = ratio_cell("predict_s")
         row_ratio, row_text = ratio_cell("one_row_s")
         predict_lines.append(f"| {dataset.name} | {n_test:,} | {cells('predict_s', 1e3)} | "
