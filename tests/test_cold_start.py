@@ -72,10 +72,20 @@ def test_each_criterion_binds_its_own_scans():
         grow = grower.compiled_grower(code)
         # The grower opens its nodes through its _open_node step, which searches them.
         open_node = grow.py_func.__globals__["_open_node"].py_func.__globals__
-        assert open_node["find_node_split"] is finder
+        # ... with its own copy of the search, called from compiled code alone: no
+        # CPython wrapper to compile.
+        grower_finder = open_node["find_node_split"]
+        assert grower_finder is grower._called_from_grower(finder)
+        assert grower_finder.py_func.__code__ is finder.py_func.__code__
+        assert grower_finder.targetoptions["no_cpython_wrapper"]
         fill_node = open_node["_fill_node"]
         assert (fill_node.py_func.__globals__["ORDER_STATISTICS"]
                 == (code == criteria.ABSOLUTE_ERROR))
+        # The node's impurity and the winner's improvement use this criterion's
+        # impurity kernel alone.
+        own_impurity = criteria.IMPURITY_OF_CRITERION[code]
+        assert fill_node.py_func.__globals__["impurity"] is own_impurity
+        assert bound["improvement"].py_func.__globals__["impurity"] is own_impurity
         assert grow.targetoptions["nogil"]
     # The template keeps its own globals: specialising never rebinds the module's.
     assert splitting.scan_numeric is None and splitting.ORDER_STATISTICS is False

@@ -143,37 +143,95 @@ def node_weight(criterion, sums):
     return sums[1]
 
 
+# A node's impurity from its channel sums, one kernel per criterion family, each with
+# the signature of the dispatching impurity(criterion, sums) below: the grower's and the
+# split search's compiled copies bind their criterion's kernel (IMPURITY_OF_CRITERION),
+# so that a gini tree does not compile entropy's or Poisson's logarithms (a cold first
+# fit compiled all five in impurity, about half a second).
+
+
 @nb.njit(cache=True, error_model="numpy", _nrt=False)
-def impurity(criterion, sums):
-    """Impurity of a node from its channel sums (absolute_error: see module docstring)."""
+def gini_impurity(criterion, sums):
+    """Gini impurity ``1 - sum_k p_k^2`` (also twoing's node impurity)."""
     weight = node_weight(criterion, sums)
     if weight <= 0.0:
         return 0.0
-    if criterion == GINI or criterion == TWOING:
-        squares = 0.0
-        for k in range(1, sums.shape[0]):
+    squares = 0.0
+    for k in range(1, sums.shape[0]):
+        p = sums[k] / weight
+        squares += p * p
+    return 1.0 - squares
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def entropy_impurity(criterion, sums):
+    """Entropy in bits, ``-sum_k p_k log2 p_k`` (also gain ratio's)."""
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0:
+        return 0.0
+    entropy = 0.0
+    for k in range(1, sums.shape[0]):
+        if sums[k] > 0.0:
             p = sums[k] / weight
-            squares += p * p
-        return 1.0 - squares
-    if criterion == ENTROPY or criterion == GAIN_RATIO:
-        entropy = 0.0
-        for k in range(1, sums.shape[0]):
-            if sums[k] > 0.0:
-                p = sums[k] / weight
-                entropy -= p * np.log(p)
-        return entropy / _LOG_2
-    if criterion == MISCLASSIFICATION:
-        largest = 0.0
-        for k in range(1, sums.shape[0]):
-            largest = max(largest, sums[k])
-        return 1.0 - largest / weight
-    if criterion == POISSON:
-        if _zero_poisson_sum(sums):
-            return 0.0
-        return (sums[3] - sums[2] * np.log(sums[2] / weight)) / weight
-    # squared_error, friedman_mse (and absolute_error's fallback): weighted variance.
+            entropy -= p * np.log(p)
+    return entropy / _LOG_2
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def misclassification_impurity(criterion, sums):
+    """Misclassification rate ``1 - max_k p_k``."""
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0:
+        return 0.0
+    largest = 0.0
+    for k in range(1, sums.shape[0]):
+        largest = max(largest, sums[k])
+    return 1.0 - largest / weight
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def poisson_impurity(criterion, sums):
+    """Half Poisson deviance per unit weight, ``(sum w y log y - sum w y log mean) / w``."""
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0 or _zero_poisson_sum(sums):
+        return 0.0
+    return (sums[3] - sums[2] * np.log(sums[2] / weight)) / weight
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def variance_impurity(criterion, sums):
+    """Weighted variance (squared_error, friedman_mse, and absolute_error's fallback)."""
+    weight = node_weight(criterion, sums)
+    if weight <= 0.0:
+        return 0.0
     mean = sums[2] / weight
     return max(sums[3] / weight - mean * mean, 0.0)
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def impurity(criterion, sums):
+    """Impurity of a node from its channel sums (absolute_error: see module docstring),
+    the criterion chosen at run time (for callers that serve every criterion)."""
+    if criterion == GINI or criterion == TWOING:
+        return gini_impurity(criterion, sums)
+    if criterion == ENTROPY or criterion == GAIN_RATIO:
+        return entropy_impurity(criterion, sums)
+    if criterion == MISCLASSIFICATION:
+        return misclassification_impurity(criterion, sums)
+    if criterion == POISSON:
+        return poisson_impurity(criterion, sums)
+    return variance_impurity(criterion, sums)
+
+
+#: Each single-output criterion's impurity kernel (see gini_impurity).
+IMPURITY_OF_CRITERION = {
+    GINI: gini_impurity, TWOING: gini_impurity,
+    ENTROPY: entropy_impurity, GAIN_RATIO: entropy_impurity,
+    MISCLASSIFICATION: misclassification_impurity,
+    POISSON: poisson_impurity,
+    SQUARED_ERROR: variance_impurity, FRIEDMAN_MSE: variance_impurity,
+    ABSOLUTE_ERROR: variance_impurity,
+}
 
 
 @nb.njit(cache=True, error_model="numpy", _nrt=False)

@@ -38,6 +38,7 @@ from silva.engine.binning import midpoint
 from silva.engine.criteria import (
     ABSOLUTE_ERROR,
     EPSILON,
+    IMPURITY_OF_CRITERION,
     MULTI_GINI,
     SQUARED_ERROR,
     impurity,
@@ -664,6 +665,15 @@ def grow_tree(data, rules, samples, buffers, monotonic_cst):
 
 
 @functools.cache  # called once per tree: a forest asks 100 times for the same copy
+def _called_from_grower(finder):
+    """A copy of the split search ``finder`` (:func:`split_finder`) for the grower's
+    node steps, compiled without a CPython wrapper: the wrapper unboxes each of the
+    search's thirty-odd arguments and is compiled with it, in every cold first fit,
+    though the grower calls the search from compiled code alone. The level-wise grower
+    and the tests call ``finder`` itself from Python."""
+    return specialize_options(finder, "from_grower", {"no_cpython_wrapper": True})
+
+
 def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False,
                     sparse=False, random=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
@@ -705,12 +715,13 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     random = random or not lean
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
-    node_functions = {}
     if criterion >= MULTI_GINI:
         # Multi-output: a node's impurity is the mean over the outputs, its value one
         # entry per output (and class).
         node_functions = {"impurity": multi_output_impurity,
                           "leaf_value": multi_output_leaf_value}
+    else:
+        node_functions = {"impurity": IMPURITY_OF_CRITERION[criterion]}
     fill_node = specialize(_fill_node, suffix, ORDER_STATISTICS=order_statistics,
                            **node_functions)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
@@ -722,9 +733,9 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     if monotone:
         variant += "_monotone"
     node_bindings = {"_fill_node": fill_node,
-                     "find_node_split": split_finder(criterion, parallel, categorical,
-                                                     random=random, monotone=monotone,
-                                                     sparse=sparse)}
+                     "find_node_split": _called_from_grower(split_finder(
+                         criterion, parallel, categorical, random=random,
+                         monotone=monotone, sparse=sparse))}
     if not extras:
         node_bindings["_accept_split"] = specialize(_accept_split, "plain",
                                                     SIGNIFICANCE=False)
@@ -759,8 +770,8 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
         bindings["SMALL_NODES_APART"] = True
         bindings["_open_small_node"] = specialize_options(
             _open_node, serial_variant, nrt_free,
-            **dict(node_bindings, find_node_split=split_finder(
-                criterion, False, categorical, random=random, monotone=monotone)))
+            **dict(node_bindings, find_node_split=_called_from_grower(split_finder(
+                criterion, False, categorical, random=random, monotone=monotone))))
     if sparse:
         bindings.update(
             _order_root_samples=cart_sparse.order_root_samples_sparse,

@@ -45,6 +45,7 @@ from silva.engine.criteria import (
     FRIEDMAN_MSE,
     GAIN_RATIO,
     GINI,
+    IMPURITY_OF_CRITERION,
     MISCLASSIFICATION,
     MULTI_ENTROPY,
     MULTI_FRIEDMAN_MSE,
@@ -1253,10 +1254,13 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _scans_of(_PROXY_OF_CRITERION[criterion])
-    bindings = {}
     if criterion >= MULTI_GINI:
         # Multi-output: the winner's improvement is the mean over the outputs.
-        bindings["improvement"] = multi_output_improvement
+        bindings = {"improvement": multi_output_improvement}
+    else:
+        # The winner's improvement with this criterion's impurity kernel alone.
+        bindings = {"improvement": specialize(improvement, suffix,
+                                              impurity=IMPURITY_OF_CRITERION[criterion])}
     if monotone:
         numeric_scan = specialize(numeric_scan, "monotone", MONOTONE=True)
         if criterion == ABSOLUTE_ERROR:

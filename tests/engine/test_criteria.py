@@ -338,3 +338,19 @@ def test_proxy_is_an_increasing_affine_function_of_the_improvement(criterion, pr
     assert slope > 0
     np.testing.assert_allclose(slope * improvements + intercept, proxies, rtol=1e-9,
                                atol=1e-9 * np.abs(proxies).max())
+
+
+@pytest.mark.parametrize("code", sorted(criteria.IMPURITY_OF_CRITERION))
+def test_each_criterion_impurity_kernel_equals_the_dispatcher(code):
+    # The compiled grower binds each criterion's kernel (IMPURITY_OF_CRITERION) where the
+    # level-wise grower calls impurity(criterion, ...): both must give the same bits.
+    rng = np.random.default_rng(code)
+    y = rng.integers(0, 3, 40) if criteria.is_classification(code) else rng.gamma(2.0, 3.0, 40)
+    y[:5] = 0  # zero targets: Poisson's y log y channel
+    weights = rng.uniform(0.1, 3.0, 40)
+    stats = criteria.build_statistics(code, y, weights, 3)
+    kernel = criteria.IMPURITY_OF_CRITERION[code]
+    for sums in (stats.sum(axis=0), stats[:7].sum(axis=0), stats[:1].sum(axis=0),
+                 np.zeros(stats.shape[1])):
+        assert kernel(code, sums) == criteria.impurity(code, sums)
+        assert np.isfinite(kernel(code, sums))
