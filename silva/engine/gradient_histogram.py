@@ -178,12 +178,34 @@ def _fill_sample(s, statistics, stats):
     last four columns of the workspace's ``stats``), from ``statistics`` (a
     :class:`GradientStatistics`)."""
     w = statistics.weight[s]
-    first = stats.shape[1] - N_CHANNELS
-    stats[s, first] = 1.0
-    stats[s, first + 1] = w * statistics.gradient[s, statistics.column]
-    stats[s, first + 2] = (w * statistics.hessian[s, statistics.column]
-                           if statistics.use_hessian else w)
-    stats[s, first + 3] = w
+    _store_four(stats, s * stats.shape[1] + stats.shape[1] - N_CHANNELS, 1.0,
+                w * statistics.gradient[s, statistics.column],
+                w * statistics.hessian[s, statistics.column]
+                if statistics.use_hessian else w, w)
+
+
+@intrinsic
+def _store_four(typingctx, array, index, a, b, c, d):
+    """``array.flat[index:index + 4] = a, b, c, d`` (float64) with one 32-byte vector
+    store. The histogram pass that fills a record then loads the four channels back as
+    one vector: a CPU forwards a load from a pending store of the same address and size,
+    but not from four 8-byte stores, and such a load waited for all four to reach the
+    cache. Measured on the root's pass over 800,000 samples of 8 features, one thread,
+    Zen 5, noisy shared machine: 7.14 ms with four stores, 6.82-6.97 with one (5.2-5.4
+    without the fill)."""
+    signature = types.void(array, index, a, b, c, d)
+
+    def codegen(context, builder, sig, args):
+        array_value, i = args[:2]
+        data = context.make_array(sig.args[0])(context, builder, array_value).data
+        vector = ir.Constant(ir.VectorType(ir.DoubleType(), N_CHANNELS), ir.Undefined)
+        for lane, value in enumerate(args[2:]):
+            vector = builder.insert_element(vector, value, ir.IntType(32)(lane))
+        pointer = builder.bitcast(builder.gep(data, [i]), vector.type.as_pointer())
+        builder.store(vector, pointer, align=8)
+        return context.get_dummy_value()
+
+    return signature, codegen
 
 
 def clone_workspace(workspace):
@@ -325,7 +347,11 @@ def _add_rows_of_features(hist, codes, index, stats, start, end, first_feature,
         # added.
         ahead = np.int64(index[min(i + PREFETCH_ROWS, end - 1)]) * width
         _prefetch(stats, ahead)
-        _prefetch(stats, ahead + first)
+        if width > 8:
+            # The channels are on another cache line than the first codes. (A record of
+            # up to 8 words is one line: a second prefetch of it took 7.56 against 7.14
+            # ms per root pass of 800,000 samples of 8 features, one thread, Zen 5.)
+            _prefetch(stats, ahead + first)
         s = np.int64(index[i])
         if fill:
             _fill_sample(s, statistics, stats)
