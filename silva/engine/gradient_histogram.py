@@ -27,6 +27,13 @@ same blocks run one after the other and are added in the same order. A node too 
 for row blocks but of at least ``FEATURE_PARTS_MIN_ROWS`` samples is summed by the
 threads, each over all its samples for its own share of the features: the sums of one
 serial pass.
+
+Wide data (:func:`is_wide`: a node's histogram larger than about the core's L2 cache, 95
+features of 255 bins on a 1 MiB L2): a pass adding each sample to every feature's
+histogram missed L2 on most additions, and a parallel pass's block sums of every feature
+cost as much as the additions. Such fits take copies of their own
+(:func:`wide_node_histogram`) that add chunks of samples tile of features by tile, the
+threads sharing out the features, with the same block structure: the same sums.
 """
 
 import os
