@@ -36,6 +36,7 @@ cost as much as the additions. Such fits take copies of their own
 threads sharing out the features, with the same block structure: the same sums.
 """
 
+import functools
 import os
 from collections import namedtuple
 
@@ -621,9 +622,11 @@ def serial_node_histogram():
                       _sum_node=specialize(_sum_node, "serial", PARALLEL=False))
 
 
+@functools.cache
 def l2_cache_bytes():
-    """One core's L2 cache in bytes, from Linux's sysfs; ``DEFAULT_L2_BYTES`` where it
-    cannot be read (another OS, a container that hides it)."""
+    """One core's L2 cache in bytes, from Linux's sysfs (read once per process);
+    ``DEFAULT_L2_BYTES`` where it cannot be read (another OS, a container that hides
+    it)."""
     root = "/sys/devices/system/cpu/cpu0/cache"
     try:
         for entry in sorted(os.listdir(root)):
