@@ -181,7 +181,9 @@ class IterationGrower:
             self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
                 *workspace.columns.shape)
             self.grow_tree = gg.compiled_gradient_grower(
-                parallel=self.parallel, categorical=bool(data.is_categorical.any()))
+                parallel=self.parallel, categorical=bool(data.is_categorical.any()),
+                wide=gradient_histogram.is_wide(workspace.columns.shape[0],
+                                                workspace.histograms.shape[2]))
         self.workspaces = [workspace]
         self.use_hessian = use_hessian
         self.two_lanes = two_lanes

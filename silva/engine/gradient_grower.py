@@ -63,6 +63,7 @@ from silva.engine.gradient_histogram import (
     WEIGHT_CHANNEL,
     node_histogram,
     serial_node_histogram,
+    wide_node_histogram,
 )
 from silva.engine.gradient_sparse import (
     feature_bins,
@@ -730,21 +731,28 @@ def grow_sparse_gradient_tree(workspace, data, rules, sample_indices, feature_ma
     return table, bitsets[:n_nodes].copy()
 
 
-def compiled_gradient_grower(parallel=True, categorical=True):
+def compiled_gradient_grower(parallel=True, categorical=True, wide=False):
     """:func:`grow_gradient_tree` compiled for the paths a fit takes: ``parallel=False``
     compiles no parallel histogram pass (a fit too small for one, see
     :func:`~silva.engine.gradient_histogram.has_parallel_passes`, never starts one, and
     with ``threads=1`` none runs), ``categorical=False`` no category
-    scan. Each left-out path is a second or more of a cold first fit; the trees grown
-    are the same. Four copies at most, one per (parallel, categorical)."""
-    if parallel and categorical:
+    scan; ``wide=True`` (many features, see
+    :func:`~silva.engine.gradient_histogram.is_wide`) sums histograms in feature tiles.
+    Each left-out path is a second or more of a cold first fit; the trees grown
+    are the same. Eight copies at most, one per (parallel, categorical, wide)."""
+    if parallel and categorical and not wide:
         return grow_gradient_tree
     bindings = {}
+    if wide:
+        bindings["node_histogram"] = wide_node_histogram(parallel)
     if not parallel:
-        bindings.update(node_histogram=serial_node_histogram(), PAIR_SEARCH=False)
+        bindings["PAIR_SEARCH"] = False
+        if not wide:
+            bindings["node_histogram"] = serial_node_histogram()
     if not categorical:
         bindings["find_best_split"] = numeric_split_finder()
         if parallel:
             bindings["scan_two_nodes"] = numeric_pair_scanner()
-    suffix = ("" if parallel else "serial") + ("" if categorical else "numeric")
+    suffix = (("" if parallel else "serial") + ("" if categorical else "numeric")
+              + ("wide" if wide else ""))
     return specialize(grow_gradient_tree, suffix, **bindings)

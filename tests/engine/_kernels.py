@@ -164,12 +164,16 @@ def make_gradient_workspace(*, bin_codes, n_bins):
 
 
 def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_features,
-                            subtract, threads, two_lanes, statistics, fill):
+                            subtract, threads, two_lanes, statistics, fill, wide=None):
     """The gradient grower's histogram pass over ``index[start:end]`` (see
     ``node_histogram``); ``statistics``: ``(gradient, hessian, column, weight,
-    use_hessian)``."""
+    use_hessian)``; ``wide``: None for the default pass, else the tiled pass of wide data
+    (``wide_node_histogram``), compiled with (``"parallel"``) or without (``"serial"``)
+    its parallel regions."""
     gradient, hessian, column, weight, use_hessian = statistics
-    gradient_histogram.node_histogram(
+    kernel = (gradient_histogram.node_histogram if wide is None
+              else gradient_histogram.wide_node_histogram(wide == "parallel"))
+    kernel(
         hist, parent, workspace["histograms"][5:], workspace["codes"], index,
         workspace["stats"], start, end, n_features, subtract, np.int64(threads), two_lanes,
         gradient_histogram.GradientStatistics(gradient, hessian, column, weight,

@@ -166,6 +166,78 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
     np.testing.assert_array_equal(hist, serial_hist)
 
 
+# Wide data's tiled pass (3 tiles, the last one short; chunks of 2,048 samples): a
+# serial pass, one shared out by features between threads, several row blocks; compiled
+# with and without its parallel regions.
+@pytest.mark.parametrize("node_size", [700, 1500, 9000])
+@pytest.mark.parametrize("threads,wide", [(1, "serial"), (1, "parallel"), (2, "parallel"),
+                                          (3, "parallel")])
+@pytest.mark.parametrize("two_lanes", [False, True])
+@pytest.mark.parametrize("fill", [False, True])
+def test_wide_node_histogram_sums_as_the_row_by_row_pass(node_size, threads, wide,
+                                                         two_lanes, fill):
+    n_samples, n_features = 10_000, 60
+    workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
+                                                  unit_hessian=two_lanes)
+    gradient, hessian, _, weight, _ = statistics
+    stats = workspace["stats"]
+    work_index = workspace["work_index"]
+    histograms = workspace["histograms"]
+    channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
+                                weight * hessian[:, 0], weight])
+    node = _node(n_samples, node_size, seed=3)
+    work_index[0, :node_size] = node
+    if fill:
+        stats[:, -4:] = np.nan  # the pass must write the node's channels itself
+    else:
+        stats[:, -4:] = channels
+    parent = np.random.default_rng(0).normal(size=histograms[0].shape)
+    parent_before = parent.copy()
+    hist = histograms[0]
+    hist[:] = np.nan  # every entry must be written
+    gradient_node_histogram(
+        workspace=workspace, hist=hist, parent=parent, index=work_index[0], start=0,
+        end=node_size, n_features=n_features, subtract=True, threads=threads,
+        two_lanes=two_lanes, statistics=statistics, fill=fill, wide=wide)
+    np.testing.assert_array_equal(stats[node, -4:], channels[node])
+    expected = _reference_histogram(bin_codes, node, channels.T)
+    np.testing.assert_allclose(hist[:, :MISSING_BIN + 1], expected, rtol=1e-12, atol=1e-9)
+    assert not hist[:, MISSING_BIN + 1:].any()
+    np.testing.assert_array_equal(parent, parent_before - hist)
+    # The default pass's sums (its row blocks added in the same order), bit for bit.
+    row_by_row = np.zeros_like(hist)
+    gradient_node_histogram(
+        workspace=workspace, hist=row_by_row, parent=parent, index=work_index[0], start=0,
+        end=node_size, n_features=n_features, subtract=False, threads=1,
+        two_lanes=two_lanes, statistics=statistics, fill=False)
+    np.testing.assert_array_equal(hist, row_by_row)
+
+
+def test_wide_passes_are_chosen_by_the_histograms_size_against_l2():
+    # 255 bins pad to 261: a feature's histogram is 8,352 bytes, 3/4 MiB is 94 features.
+    assert not GRADIENT_HISTOGRAM.is_wide(94, 255, l2_bytes=2**20)
+    assert GRADIENT_HISTOGRAM.is_wide(95, 255, l2_bytes=2**20)
+    assert not GRADIENT_HISTOGRAM.is_wide(188, 255, l2_bytes=2 * 2**20)
+    assert GRADIENT_HISTOGRAM.is_wide(200, 255, l2_bytes=2 * 2**20)
+    # Never fewer features than two tiles, however small the cache.
+    assert not GRADIENT_HISTOGRAM.is_wide(49, 255, l2_bytes=1)
+    assert GRADIENT_HISTOGRAM.l2_cache_bytes() >= 2**16
+
+
+def test_wide_passes_grow_the_same_trees(monkeypatch):
+    X, y = make_regression(3000, 55, n_informative=10, noise=5.0, random_state=0)
+    X[::9, 1] = np.nan
+    params = dict(n_estimators=8, max_leaf_nodes=12, random_state=0)
+    monkeypatch.setattr(GRADIENT_HISTOGRAM, "is_wide", lambda *args: False)
+    rows = GradientBoostingRegressor(**params).fit(X, y)
+    monkeypatch.setattr(GRADIENT_HISTOGRAM, "is_wide", lambda *args: True)
+    tiles = GradientBoostingRegressor(**params).fit(X, y)
+    np.testing.assert_array_equal(rows.predict(X), tiles.predict(X))
+    for tree_rows, tree_tiles in zip(rows.estimators_, tiles.estimators_, strict=True):
+        np.testing.assert_array_equal(tree_rows[0].threshold, tree_tiles[0].threshold)
+        np.testing.assert_array_equal(tree_rows[0].value, tree_tiles[0].value)
+
+
 def test_padded_bins_keep_feature_histograms_off_4k_multiples():
     for n_bins in range(1, 3000):
         padded = GRADIENT_HISTOGRAM.padded_bins(n_bins)
