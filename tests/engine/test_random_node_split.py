@@ -176,9 +176,9 @@ def _limit_by_scan(upper_f, low_bin, high_bin, threshold):
 
 
 def test_random_limit_matches_a_scan():
-    """The branch-free bisection of ``_random_limit`` against a scan of every bin, for
-    ranges of every width, ties between bins' largest values, and thresholds that fall
-    on a bin's largest value."""
+    """``_random_limit`` (a count of the bins at or below the threshold) against a scan
+    of every bin, for ranges of every width, ties between bins' largest values, and
+    thresholds that fall on a bin's largest value."""
     rng = np.random.default_rng(3)
     n_checked = 0
     for trial in range(300):
