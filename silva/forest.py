@@ -394,8 +394,17 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         most half the features drawn (``"sqrt"``, extra trees' default), compact
         histograms win at every size: measured 3x faster for a random forest and 3.8x
         for extra trees on 100,000 x 28 rows. absolute_error needs the samples anyway.
+
+        Extra trees never build one, whatever ``max_features``: their node search sums
+        every visited feature's left side in one pass over the node's rows
+        (:func:`silva.engine.splitting.search_random_node`), which costs less than the
+        smaller child's full histogram and the compact scans of every feature (an
+        extra-trees regressor's default ``max_features=1.0``: about a tenth of its fit
+        off on 1,000 and 5,000 x 28 rows, measured). Its left sums then add the rows in
+        node order rather than by histogram subtraction, which rounds a regressor's sums
+        otherwise (the same accuracy; the trees can differ in the last bits).
         """
-        if (criterion_code == criteria.ABSOLUTE_ERROR
+        if (criterion_code == criteria.ABSOLUTE_ERROR or self._splitter == "random"
                 or 2 * self.max_features_ <= n_features):
             return n_samples + 1
         return HISTOGRAM_MIN_SAMPLES

@@ -530,14 +530,48 @@ def _siblings_adjacent_order(children_left, children_right):
     return order
 
 
+@nb.njit(cache=True, error_model="numpy")
+def _siblings_adjacent(children_left, children_right):
+    """Whether each split's right child is its left child + 1 and comes after its
+    parent. One compiled pass: the same test in numpy was about 15 us per tree, a part
+    of a small forest's fit (it runs once per tree, holding the GIL)."""
+    for node in range(children_left.shape[0]):
+        left = children_left[node]
+        if left != -1 and (children_right[node] != left + 1 or left <= node):
+            return False
+    return True
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _write_walk(walk, children_left, feature, threshold, missing_go_to_left,
+                is_categorical):
+    """Fill ``walk``, one tree's packed records (see :data:`WALK_DTYPE`), from its
+    arrays: a split's threshold, left child and flags; a leaf's record leading back to
+    itself. One compiled pass where the numpy version took a dozen whole-array steps
+    per tree."""
+    for node in range(children_left.shape[0]):
+        record = walk[node]
+        left = children_left[node]
+        if left == -1:
+            record.threshold = np.nan
+            record.left = node - 1
+            record.feature_flags = 0
+        else:
+            flags = np.uint32(feature[node]) & FEATURE_MASK
+            if missing_go_to_left[node] != 0:
+                flags |= np.uint32(1) << np.uint32(MISSING_LEFT_BIT)
+            if is_categorical[node]:
+                flags |= np.uint32(1) << np.uint32(CATEGORICAL_BIT)
+            record.threshold = threshold[node]
+            record.left = left
+            record.feature_flags = flags
+
+
 def _with_adjacent_siblings(tree):
     """``tree`` itself when each split's right child is its left child + 1 and comes
     after its parent (true of every tree silva grows), else the same tree renumbered so
     (the walk records store only the left child, and tell a leaf by its smaller id)."""
-    internal = tree.children_left != -1
-    left = tree.children_left[internal]
-    if (np.array_equal(tree.children_right[internal], left + 1)
-            and np.all(left > np.flatnonzero(internal))):
+    if _siblings_adjacent(tree.children_left, tree.children_right):
         return tree
     order = _siblings_adjacent_order(tree.children_left, tree.children_right)
     new_id = np.empty_like(order)
@@ -730,14 +764,8 @@ class PackedTrees:
             wider[:first, :self.category_bitsets.shape[1]] = self.category_bitsets[:first]
             self.category_bitsets = wider
         rows = slice(first, last)
-        walk = self.walk[rows]
-        walk["threshold"] = tree.threshold
-        walk["left"] = tree.children_left
-        flags = tree.feature.astype(np.uint32) & FEATURE_MASK
-        flags |= (tree.missing_go_to_left != 0).astype(np.uint32) << MISSING_LEFT_BIT
-        flags |= tree.is_categorical.astype(np.uint32) << CATEGORICAL_BIT
-        walk["feature_flags"] = flags
-        _make_leaves_loop(walk, tree.children_left == -1, np.arange(n_tree))
+        _write_walk(self.walk[rows], tree.children_left, tree.feature, tree.threshold,
+                    tree.missing_go_to_left, tree.is_categorical)
         self.value[rows] = tree.value.reshape(n_tree, -1)
         width = min(self.category_bitsets.shape[1], tree.category_bitsets.shape[1])
         self.category_bitsets[rows, :width] = tree.category_bitsets[:, :width]

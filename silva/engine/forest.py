@@ -21,6 +21,7 @@ import numpy as np
 
 # The bundles live in silva.engine.cart; importing them from here still works.
 from silva.engine.cart import BinnedData, GrownTree, GrowthRules, TreeTask, grow_cart_tree
+from silva.engine.grower import buffers_reused_in_this_thread, reuse_buffers_in_this_thread
 
 __all__ = ["BinnedData", "GrownTree", "GrowthRules", "TreeTask", "iter_grown_jobs",
            "iter_grown_trees"]
@@ -46,14 +47,19 @@ def iter_grown_jobs(make_job, n_trees, n_threads):
     columns of one binned dataset under its own rules (bagging's members, each on its
     drawn features, :mod:`silva.bagging`). Same order, threads and cancellation."""
     if n_threads <= 1 or n_trees <= 1:
-        for t in range(n_trees):
-            yield grow_cart_tree(*make_job(t))
+        # Each tree takes the previous one's buffers (reuse_buffers_in_this_thread),
+        # given back when the forest is done.
+        with buffers_reused_in_this_thread():
+            for t in range(n_trees):
+                yield grow_cart_tree(*make_job(t))
         return
 
     def work(t):
         return grow_cart_tree(*make_job(t), NO_PARALLEL_WORK)
 
-    with ThreadPoolExecutor(max_workers=n_threads) as pool:
+    # The pool's threads reuse their buffers from tree to tree; they end with the pool.
+    with ThreadPoolExecutor(max_workers=n_threads,
+                            initializer=reuse_buffers_in_this_thread) as pool:
         pending = deque()
         next_tree = 0
         try:

@@ -25,7 +25,9 @@ parent's slot; slots return to a free list as nodes close. Smaller nodes search 
 splits by sorting (see :mod:`silva.engine.splitting`).
 """
 
+import contextlib
 import functools
+import threading
 from collections import namedtuple
 
 import numba as nb
@@ -154,19 +156,59 @@ SMALL_NODES_APART = False
 _open_small_node = None
 
 
-def new_buffers(data, samples, gather_codes, n_values):
-    """A tree's working buffers (:class:`_Buffers`) for :func:`grow_tree`, allocated here
-    in numpy rather than in the compiled grower: each array constructor numba compiles
-    is one more function per (dtype, dimensions) signature, and these allocations were
-    about a tenth of a cold first fit's compile time (``benchmarks/profile_compile.py``).
-    ``data`` and ``samples`` are the grower's :class:`CartData` and :class:`CartSamples`,
-    ``n_values`` the width of a node's value.
+# This thread's per-sample buffers of the last tree it grew, while it grows a forest's
+# trees (see reuse_buffers_in_this_thread); absent or None otherwise.
+_THREAD_BUFFERS = threading.local()
+
+
+def reuse_buffers_in_this_thread(enabled=True):
+    """While ``enabled``, :func:`new_buffers` hands each tree this thread grows the
+    per-sample buffers of the previous one (the ordered codes and channels, the
+    partition's right side, the split scratch) when their shapes match, instead of
+    allocating them anew: a forest's trees all have them alike. Allocating them cost a
+    small forest about 10 us per tree with the GIL held, and a larger one fresh pages to
+    fault in and clear (about 3% of an extra-trees fit on 4,000 rows, perf).
+
+    Safe because every tree overwrites what it reads of them: each node's codes and
+    channels are written from the root's before any is read, the scratch is written per
+    node before it is read, the partition's buffers per split, and the two parts that
+    must start as zeros stay so (the ordered codes' padding columns, which only move
+    along with their rows, and the bins' bitmap, which the search clears after use).
+    The forest threads turn it on (:mod:`silva.engine.forest`) and off: the buffers of a
+    large fit are not kept past it.
     """
+    _THREAD_BUFFERS.store = {} if enabled else None
+
+
+@contextlib.contextmanager
+def buffers_reused_in_this_thread():
+    """:func:`reuse_buffers_in_this_thread` within the block (a forest grown in the
+    calling thread), and as it was before after it."""
+    previous = getattr(_THREAD_BUFFERS, "store", None)
+    reuse_buffers_in_this_thread()
+    try:
+        yield
+    finally:
+        _THREAD_BUFFERS.store = previous
+
+
+def _per_sample_buffers(data, samples, gather_codes):
+    """The buffers of :func:`new_buffers` whose size follows the tree's sample count:
+    this thread's previous tree's when :func:`reuse_buffers_in_this_thread` is on and
+    their shapes match, else new ones."""
     n_features = data.n_value_bins.shape[0]
     n_channels = samples.stats.shape[1]
     n_bins = data.missing_bin + 1
     n_total = samples.sample_indices.shape[0]
     codes_by_sample = data.codes_by_sample
+    store = getattr(_THREAD_BUFFERS, "store", None)
+    # Dense data alone: the sparse grower fills its codes its own way.
+    key = None
+    if store is not None and isinstance(data.bin_codes, np.ndarray):
+        key = (n_total, n_features, codes_by_sample.dtype, n_channels,
+               samples.sample_indices.dtype, n_bins, data.n_words, bool(gather_codes))
+        if key in store:
+            return store[key]
     # Each sample's codes and statistic channels, kept in the order of ``sample_indices``
     # (partitions move them along), so that a node's are the contiguous rows
     # ``[start, end)``. Deep in a tree a node's samples lie scattered over the data, and
@@ -183,15 +225,32 @@ def new_buffers(data, samples, gather_codes, n_values):
     ordered_codes = np.zeros((n_total, n_code_words * 8 // itemsize),
                              dtype=codes_by_sample.dtype)
     code_words = ordered_codes.view(np.uint64)
-    # The node table and its per-node arrays start here; the grower grows them (twice the
-    # capacity) when a tree outgrows them.
-    capacity = INITIAL_NODE_CAPACITY
-    return _Buffers(
+    buffers = (
         ordered_codes, code_words, np.empty((n_total, n_channels)),
         np.empty(n_total, dtype=samples.sample_indices.dtype), np.empty_like(code_words),
         np.empty((n_total, n_channels)),
         make_split_scratch(n_features, n_bins, n_channels, data.n_words),
-        np.empty(data.n_words, dtype=np.uint64), np.empty((n_features, n_bins, n_channels)),
+        np.empty(data.n_words, dtype=np.uint64), np.empty((n_features, n_bins, n_channels)))
+    if key is not None:
+        store.clear()  # one set per thread: the last tree's
+        store[key] = buffers
+    return buffers
+
+
+def new_buffers(data, samples, gather_codes, n_values):
+    """A tree's working buffers (:class:`_Buffers`) for :func:`grow_tree`, allocated here
+    in numpy rather than in the compiled grower: each array constructor numba compiles
+    is one more function per (dtype, dimensions) signature, and these allocations were
+    about a tenth of a cold first fit's compile time (``benchmarks/profile_compile.py``).
+    ``data`` and ``samples`` are the grower's :class:`CartData` and :class:`CartSamples`,
+    ``n_values`` the width of a node's value.
+    """
+    n_channels = samples.stats.shape[1]
+    # The node table and its per-node arrays start here; the grower grows them (twice the
+    # capacity) when a tree outgrows them.
+    capacity = INITIAL_NODE_CAPACITY
+    return _Buffers(
+        *_per_sample_buffers(data, samples, gather_codes),
         np.array([samples.seed], dtype=np.uint64), np.zeros(2, dtype=np.bool_),
         np.zeros(capacity, dtype=CART_NODE), np.zeros((capacity, n_values)),
         np.zeros((capacity, data.n_words), dtype=np.uint64),

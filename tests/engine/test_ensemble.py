@@ -10,6 +10,7 @@ from sklearn.datasets import make_classification, make_regression
 from silva import (
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    ExtraTreesClassifier,
     RandomForestClassifier,
     RandomForestRegressor,
 )
@@ -178,3 +179,51 @@ def test_packed_prediction_is_the_weighted_sum_of_each_trees_own(n_rows):
             values = trees[t].predict(X)[:, 0]
             expected[:, columns[t]:columns[t] + 2] += weights[t] * values
         np.testing.assert_array_equal(packed.predict(X, tree_range=(first, last)), expected)
+
+
+def _walk_by_numpy(tree):
+    """A tree's packed walk records (``ensemble.WALK_DTYPE``), built with whole-array
+    numpy steps from the record layout's definition: the reference for the compiled
+    ``_write_walk``."""
+    from silva.engine import ensemble
+
+    n_nodes = tree.node_count
+    walk = np.zeros(n_nodes, dtype=ensemble.WALK_DTYPE)
+    leaf = tree.children_left == -1
+    walk["threshold"] = np.where(leaf, np.nan, tree.threshold)
+    walk["left"] = np.where(leaf, np.arange(n_nodes) - 1, tree.children_left)
+    flags = (tree.feature.astype(np.uint32) & ensemble.FEATURE_MASK)
+    flags |= (tree.missing_go_to_left != 0).astype(np.uint32) << ensemble.MISSING_LEFT_BIT
+    flags |= tree.is_categorical.astype(np.uint32) << ensemble.CATEGORICAL_BIT
+    walk["feature_flags"] = np.where(leaf, 0, flags)
+    return walk
+
+
+def test_compiled_packing_matches_numpy():
+    """The compiled per-tree packing steps (the walk records, the sibling test) give
+    what the numpy formulation gives, on trees with missing values going either way,
+    categorical splits and a one-leaf tree; a renumbered tree fails the sibling test."""
+    from silva.engine import ensemble
+
+    X, y = _mixed_data()
+    forest = ExtraTreesClassifier(n_estimators=4, random_state=0,
+                                  categorical_features=[5]).fit(X, y)
+    trees = [forest._packed.tree(t) for t in range(4)]
+    stump = Tree(X.shape[1], 2, np.array([-1]), np.array([-1]), np.array([-2]),
+                 np.array([-2.0]), np.array([0]), np.array([False]),
+                 np.zeros((1, 1), dtype=np.uint64), np.ones((1, 1, 2)), np.zeros(1),
+                 np.array([5]), np.array([5.0]))
+    assert any(tree.is_categorical.any() for tree in trees)
+    assert any((tree.missing_go_to_left[tree.children_left != -1] != 0).any()
+               for tree in trees)
+    for tree in trees + [stump]:
+        walk = np.zeros(tree.node_count, dtype=ensemble.WALK_DTYPE)
+        ensemble._write_walk(walk, tree.children_left, tree.feature, tree.threshold,
+                             tree.missing_go_to_left, tree.is_categorical)
+        assert walk.tobytes() == _walk_by_numpy(tree).tobytes()
+        assert ensemble._siblings_adjacent(tree.children_left, tree.children_right)
+    # Swapping the root's children breaks adjacency (the right child comes first).
+    tree = trees[0]
+    left, right = tree.children_left.copy(), tree.children_right.copy()
+    left[0], right[0] = right[0], left[0]
+    assert not ensemble._siblings_adjacent(left, right)

@@ -144,12 +144,14 @@ def test_fused_search_finds_the_per_feature_split(criterion, case):
 @pytest.mark.parametrize("n_rows, width", [(0, 32), (1, 32), (2, 32), (3, 32), (100, 32),
                                            (129, 8), (77, 16), (50, 24), (31, 64),
                                            (45, 128), (9, 40)])
-def test_column_ranges_match_numpy(n_rows, width):
+@pytest.mark.parametrize("missing_rate", [0.2, 0.0])
+def test_column_ranges_match_numpy(n_rows, width, missing_rate):
     rng = np.random.default_rng(n_rows * width)
     codes = rng.integers(3, 60, size=(n_rows, width)).astype(np.uint8)
-    codes[rng.random((n_rows, width)) < 0.2] = 255
+    codes[rng.random((n_rows, width)) < missing_rate] = 255
     if n_rows:
-        codes[:, 0] = 255  # every code missing
+        if missing_rate:
+            codes[:, 0] = 255  # every code missing
         codes[:, 1] = 9  # one value, no missing code
     ranges = np.zeros((3, width), dtype=np.uint16)
     splitting._column_ranges(codes, np.int64(255), ranges)
@@ -161,3 +163,43 @@ def test_column_ranges_match_numpy(n_rows, width):
     assert np.array_equal(ranges[splitting.RANGE_HIGH, :width], expected_high)
     assert np.array_equal(ranges[splitting.RANGE_MISSING, :width], expected_missing)
 
+
+
+def _limit_by_scan(upper_f, low_bin, high_bin, threshold):
+    """The last bin of ``low_bin..high_bin - 1`` whose largest value is at most
+    ``threshold`` (``low_bin`` when none is), by a scan of every bin."""
+    limit = low_bin
+    for b in range(low_bin, high_bin):
+        if upper_f[b] <= threshold:
+            limit = b
+    return limit
+
+
+def test_random_limit_matches_a_scan():
+    """``_random_limit`` (a count of the bins at or below the threshold) against a scan
+    of every bin, for ranges of every width, ties between bins' largest values, and
+    thresholds that fall on a bin's largest value."""
+    rng = np.random.default_rng(3)
+    n_checked = 0
+    for trial in range(300):
+        n_bins = int(rng.integers(1, 40))
+        upper = np.sort(rng.integers(0, 12, size=n_bins).astype(np.float64)
+                        + (0.0 if trial % 2 else rng.random(n_bins)))
+        lower = np.concatenate([[upper[0] - 1.0], upper[:-1]])
+        if trial % 5 == 0:
+            # Every bin holds one value: the threshold is that value, every bin at it.
+            upper[:] = 2.5
+            lower[:] = 2.5
+        low_bin = int(rng.integers(0, n_bins))
+        high_bin = int(rng.integers(low_bin, n_bins))
+        seed = np.uint64(rng.integers(0, 2**63))
+        limit = splitting._random_limit(lower, upper, np.int64(low_bin), np.int64(high_bin),
+                                        seed)
+        if low_bin >= high_bin:
+            assert limit == high_bin
+            continue
+        threshold = splitting._random_threshold(lower, upper, np.int64(low_bin),
+                                                np.int64(high_bin), seed)
+        assert limit == _limit_by_scan(upper, low_bin, high_bin, threshold)
+        n_checked += 1
+    assert n_checked > 100
