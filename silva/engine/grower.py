@@ -733,6 +733,7 @@ def _called_from_grower(finder):
     return specialize_options(finder, "from_grower", {"no_cpython_wrapper": True})
 
 
+@functools.cache  # asked once per tree: a forest's trees all take the same copy
 def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False,
                     sparse=False, random=True):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
