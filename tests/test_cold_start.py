@@ -182,9 +182,11 @@ def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
             monkeypatch, gradient_grower, "compiled_gradient_grower",
             lambda: silva.GradientBoostingRegressor(n_estimators=2, **params).fit(X, X[:, 0]))
 
-    assert paths(X) == {"parallel": False, "categorical": False}
+    # Three features: narrow data's row-by-row histogram passes (not the wide copy's).
+    assert paths(X) == {"parallel": False, "categorical": False, "wide": False}
     X[:, 2] = rng.integers(0, 4, size=300)
-    assert paths(X, categorical_features=[2]) == {"parallel": False, "categorical": True}
+    assert paths(X, categorical_features=[2]) == {"parallel": False, "categorical": True,
+                                                  "wide": False}
     big = rng.normal(size=(9000, 4))
     assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
     # Nodes of 1,024 rows and more share out 8 features or more between the threads.
