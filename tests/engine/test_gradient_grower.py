@@ -110,6 +110,29 @@ def _reference_histogram(bin_codes, node, channels):
     return hist
 
 
+def _histogram_case(n_samples, n_features, seed, two_lanes):
+    """A workspace for the histogram passes' tests (see :func:`_workspace`), with each
+    sample's four channels as a pass should write them: count, weighted gradient,
+    weighted hessian, weight."""
+    workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=seed,
+                                                  unit_hessian=two_lanes)
+    gradient, hessian, _, weight, _ = statistics
+    channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
+                                weight * hessian[:, 0], weight])
+    return workspace, bin_codes, statistics, channels
+
+
+def _serial_pass(workspace, index, node_size, n_features, two_lanes, statistics):
+    """The node ``index[:node_size]``'s histogram from the default pass, one thread (the
+    records' channels already filled)."""
+    hist = np.zeros_like(workspace["histograms"][0])
+    gradient_node_histogram(
+        workspace=workspace, hist=hist, parent=np.zeros_like(hist), index=index, start=0,
+        end=node_size, n_features=n_features, subtract=False, threads=1,
+        two_lanes=two_lanes, statistics=statistics, fill=False)
+    return hist
+
+
 # One block (serial pass); one block shared out by features between threads; several
 # blocks run in parallel; the same blocks serially.
 @pytest.mark.parametrize("n_samples,node_size,n_features,threads",
@@ -119,14 +142,11 @@ def _reference_histogram(bin_codes, node, channels):
 @pytest.mark.parametrize("fill", [False, True])
 def test_node_histogram_and_subtraction(n_samples, node_size, n_features, threads,
                                         two_lanes, fill):
-    workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
-                                                  unit_hessian=two_lanes)
-    gradient, hessian, _, weight, _ = statistics
+    workspace, bin_codes, statistics, channels = _histogram_case(
+        n_samples, n_features, node_size, two_lanes)
     stats = workspace["stats"]
     work_index = workspace["work_index"]
     histograms = workspace["histograms"]
-    channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
-                                weight * hessian[:, 0], weight])
     if fill:
         # The pass must write every sample's channels itself.
         stats[:, -4:] = np.nan
@@ -158,12 +178,9 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
     np.testing.assert_array_equal(parent, parent_before - hist)
     np.testing.assert_array_equal(stats[node, -4:], channels[node])
     # However many threads share the pass, the sums are one serial pass's, bit for bit.
-    serial_hist = np.zeros_like(hist)
-    gradient_node_histogram(
-        workspace=workspace, hist=serial_hist, parent=parent, index=work_index[0], start=0,
-        end=node_size, n_features=n_features, subtract=False, threads=1,
-        two_lanes=two_lanes, statistics=statistics, fill=False)
-    np.testing.assert_array_equal(hist, serial_hist)
+    np.testing.assert_array_equal(
+        hist, _serial_pass(workspace, work_index[0], node_size, n_features, two_lanes,
+                           statistics))
 
 
 # Wide data's tiled pass (3 tiles, the last one short; chunks of 2,048 samples): a
@@ -177,14 +194,11 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
 def test_wide_node_histogram_sums_as_the_row_by_row_pass(node_size, threads, wide,
                                                          two_lanes, fill):
     n_samples, n_features = 10_000, 60
-    workspace, bin_codes, statistics = _workspace(n_samples, n_features, seed=node_size,
-                                                  unit_hessian=two_lanes)
-    gradient, hessian, _, weight, _ = statistics
+    workspace, bin_codes, statistics, channels = _histogram_case(
+        n_samples, n_features, node_size, two_lanes)
     stats = workspace["stats"]
     work_index = workspace["work_index"]
     histograms = workspace["histograms"]
-    channels = np.column_stack([np.ones(n_samples), weight * gradient[:, 0],
-                                weight * hessian[:, 0], weight])
     node = _node(n_samples, node_size, seed=3)
     work_index[0, :node_size] = node
     if fill:
@@ -205,12 +219,9 @@ def test_wide_node_histogram_sums_as_the_row_by_row_pass(node_size, threads, wid
     assert not hist[:, MISSING_BIN + 1:].any()
     np.testing.assert_array_equal(parent, parent_before - hist)
     # The default pass's sums (its row blocks added in the same order), bit for bit.
-    row_by_row = np.zeros_like(hist)
-    gradient_node_histogram(
-        workspace=workspace, hist=row_by_row, parent=parent, index=work_index[0], start=0,
-        end=node_size, n_features=n_features, subtract=False, threads=1,
-        two_lanes=two_lanes, statistics=statistics, fill=False)
-    np.testing.assert_array_equal(hist, row_by_row)
+    np.testing.assert_array_equal(
+        hist, _serial_pass(workspace, work_index[0], node_size, n_features, two_lanes,
+                           statistics))
 
 
 def test_wide_passes_are_chosen_by_the_histograms_size_against_l2():
