@@ -58,13 +58,10 @@ from silva.engine.array_copy import copy_vector
 from silva.engine.splitting import (
     DE_BRUIJN_64,
     DE_BRUIJN_POSITION,
-    SIDE_FEATURE_LEFT,
-    SIDE_LEFT,
-    SIDE_MISSING,
-    SIDE_NODE_LEFT,
     compact_from_samples,
     evaluate_numeric_feature,
     random_split_from_samples,
+    scan_buffers,
 )
 
 #: A sparse tree's view of its features, the ``bin_codes`` of the sparse grower's
@@ -296,12 +293,7 @@ def search_sparse_features(criterion, features, seeds, first, last, use_random,
     """
     node_codes = ordered_codes[start:end]
     node_stats = ordered_stats[start:end]
-    bins = scratch.bins
-    sums = scratch.sums
-    missing = scratch.side_sums[SIDE_MISSING]
-    left = scratch.side_sums[SIDE_LEFT]
-    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
-    node_left = scratch.side_sums[SIDE_NODE_LEFT]
+    bins, sums, missing, left, feature_left, node_left = scan_buffers(scratch)
     column_start = columns.column_start
     marked = _mark_node_features(columns, sample_indices, start, end)
     stamp = columns.mark_state[2]

@@ -729,6 +729,19 @@ def winning_left_sums(scratch):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def scan_buffers(scratch):
+    """The buffers a feature's scan fills, from ``scratch``: the compact histogram's
+    ``bins`` and ``sums``, and the side-sum rows ``missing``, ``left``,
+    ``feature_left`` (the feature's best left sums) and ``node_left`` (the node's).
+
+    Inlined into numba's IR, so that the searches compiled without reference counting
+    (``_nrt=False``) take these views as they would their own lines."""
+    side_sums = scratch.side_sums
+    return (scratch.bins, scratch.sums, side_sums[SIDE_MISSING], side_sums[SIDE_LEFT],
+            side_sums[SIDE_FEATURE_LEFT], side_sums[SIDE_NODE_LEFT])
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def _any_categorical(is_categorical, features):
     for f in features:
         if is_categorical[f]:
@@ -770,12 +783,7 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
     node_codes = ordered_codes[start:end]
     node_stats = ordered_stats[start:end]
     n_channels = STAT_CHANNELS if STAT_CHANNELS > 0 else node_stats.shape[1]
-    bins = scratch.bins
-    sums = scratch.sums
-    missing = scratch.side_sums[SIDE_MISSING]
-    left = scratch.side_sums[SIDE_LEFT]
-    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
-    node_left = scratch.side_sums[SIDE_NODE_LEFT]
+    bins, sums, missing, left, feature_left, node_left = scan_buffers(scratch)
     n_non_constant = 0
     for j in range(first, last):
         f = features[j]
@@ -1073,12 +1081,7 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
                     sums_c[k] += np.float64(np.int64(row[k]) == missing_bin) * value
 
     # Score the visited features in order.
-    bins = scratch.bins
-    sums = scratch.sums
-    missing = scratch.side_sums[SIDE_MISSING]
-    left = scratch.side_sums[SIDE_LEFT]
-    feature_left = scratch.side_sums[SIDE_FEATURE_LEFT]
-    node_left = scratch.side_sums[SIDE_NODE_LEFT]
+    bins, sums, missing, left, feature_left, node_left = scan_buffers(scratch)
     best_gain = _NO_SPLIT
     best_feature = np.int64(-1)
     best_bin = np.int64(-1)
