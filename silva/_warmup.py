@@ -4,7 +4,8 @@ numba compiles each kernel on its first call and caches the machine code on disk
 :mod:`silva.engine.compile_notice`). A container image, a CI job or a teaching lab that
 wants every user's first fit to be fast runs this once, after installing silva: it fits
 each chosen estimator on a few dozen rows and on 10,000 rows (small and large data take
-kernels of their own), with the options users start from, in parallel worker processes
+kernels of their own; gradient boosting also on data as wide as its tiled histogram
+passes take on this CPU), with the options users start from, in parallel worker processes
 (compiling is single-threaded; kernels that estimators share may be compiled by more
 than one worker), and predicts with it, so that the cache holds what those calls reach.
 
@@ -44,6 +45,32 @@ _CONFIGURATIONS = {
 # take the parallel ones (boosting's row blocks from 8,192 rows) and the compiled binning
 # (above binning.NUMPY_BINNING_MAX_VALUES values), which large data use.
 _LARGE_ROWS, _LARGE_FEATURES = 10000, 28
+# Gradient boosting sums the histograms of data with many features in tiles, in a copy
+# of its grower of its own, chosen at run time by this CPU's L2 cache
+# (gradient_histogram.is_wide): a third size, as wide as that takes, compiles it. Fewer
+# rows than the large size: enough for the parallel passes, and quick to bin.
+_WIDE_ROWS = 4000
+
+
+def _wide_features():
+    """The fewest features (of 255 bins, a few more for margin) that this CPU's
+    boosting fits sum in tiles."""
+    from silva.engine import gradient_histogram
+
+    bins = gradient_histogram.padded_bins(256)
+    n_features = 2 * gradient_histogram.TILE_FEATURES
+    while not gradient_histogram.is_wide(n_features, bins):
+        n_features += 1
+    return n_features + 4
+
+
+def _sizes(name):
+    """``(n_rows, n_features)`` of the data each of ``name``'s configurations is fitted
+    on."""
+    sizes = [(60, 4), (_LARGE_ROWS, _LARGE_FEATURES)]
+    if name.startswith("GradientBoosting"):
+        sizes.append((_WIDE_ROWS, _wide_features()))
+    return sizes
 
 
 def _data(classifier, n_classes, n_rows=60, n_features=4):
@@ -140,7 +167,7 @@ def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the buil
         jobs.append([(estimator_class(**params), *_data(classifier, n_classes, *size))
                      for params in _CONFIGURATIONS[name]
                      for n_classes in ((2, 3) if classifier else (0,))
-                     for size in ((60, 4), (_LARGE_ROWS, _LARGE_FEATURES))])
+                     for size in _sizes(name)])
 
     def report(index, seconds):
         if verbose:

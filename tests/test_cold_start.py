@@ -195,6 +195,30 @@ def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
     assert not paths(rng.normal(size=(1500, 12)))["parallel"]
 
 
+def test_compile_fits_boosting_on_data_that_takes_the_wide_copy(monkeypatch):
+    from silva import _warmup
+    from silva.engine import gradient_grower
+
+    sizes = _warmup._sizes("GradientBoostingRegressor")
+    assert (_warmup._LARGE_ROWS, _warmup._LARGE_FEATURES) in sizes
+    for n_rows, n_features in sizes:
+        X, y = _warmup._data(False, 0, n_rows, n_features)
+        paths = _paths_chosen(
+            monkeypatch, gradient_grower, "compiled_gradient_grower",
+            lambda X=X, y=y: silva.GradientBoostingRegressor(n_estimators=2).fit(X, y))
+        assert paths["wide"] == (n_features == sizes[-1][1])
+        if paths["wide"]:
+            assert paths["parallel"] == (numba.get_num_threads() > 1)
+    # The wide size is the narrowest wide data of this CPU plus a margin of 4 features.
+    from silva.engine import gradient_histogram
+
+    bins = gradient_histogram.padded_bins(256)
+    assert gradient_histogram.is_wide(sizes[-1][1] - 4, bins)
+    assert not gradient_histogram.is_wide(sizes[-1][1] - 5, bins)
+    # The other estimators fit no wide data.
+    assert _warmup._sizes("DecisionTreeClassifier") == sizes[:2]
+
+
 def test_parallel_numeric_boosting_compiles_no_category_scan():
     from silva.engine import gradient_grower
 
