@@ -227,6 +227,77 @@ def test_thread_choice_ignores_the_warm_up_iteration():
     assert ways == [True, True, False, False, False, False]
 
 
+def test_thread_choice_runs_on_one_thread_while_the_cores_are_busy():
+    """A busy machine (the contention test says so) sends an iteration meant to run
+    parallel to one thread and forgets the parallel timing, so that the iterations
+    after it stay there untested until the next probe, which goes parallel again once
+    the cores are free."""
+    busy = [True]
+    tests = []
+
+    def contended():
+        tests.append(busy[0])
+        return busy[0]
+
+    choice = loop.ThreadChoice(probe_every=5, contended=contended)
+    choice.threads = 2
+    ways = []
+    for iteration in range(14):
+        if iteration == 6:
+            busy[0] = False  # the other process ends
+        parallel = choice.parallel()
+        ways.append(parallel)
+        choice.record(parallel, 1.0 if parallel else 2.0)
+    # Busy: the warm-up, the timed iteration and the first probe (the third iteration)
+    # tested and serial; the next ones serial without a test, up to the probe (the
+    # eighth iteration) after the load ends: parallel, then parallel (faster, each
+    # tested) except the next probe (the thirteenth).
+    assert ways == [False] * 7 + [True] * 5 + [False, True]
+    assert tests == [True] * 3 + [False] * 6
+    # No test at all on one thread.
+    choice = loop.ThreadChoice(contended=contended)
+    choice.threads = 1
+    tests.clear()
+    assert not choice.parallel() and not tests
+
+
+def test_boosting_tests_the_cores_only_for_the_growers_parallel_regions(monkeypatch):
+    import numba
+
+    from silva.engine import threads
+
+    calls = []
+
+    def busy():
+        calls.append(1)
+        return True
+
+    monkeypatch.setattr(threads, "cores_contended", busy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(9000, 4))
+    y = X[:, 0] + 0.1 * rng.normal(size=9000)
+    model = GradientBoostingRegressor(n_estimators=4, max_leaf_nodes=7).fit(X, y)
+    # 9,000 rows take the parallel passes (on more than one thread): tested, found busy,
+    # grown on one thread; the same trees as with the cores free.
+    assert bool(calls) == (numba.get_num_threads() > 1)
+    monkeypatch.setattr(threads, "cores_contended", lambda: False)
+    free = GradientBoostingRegressor(n_estimators=4, max_leaf_nodes=7).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), free.predict(X))
+    # Small data opens no parallel region: no test.
+    calls.clear()
+    monkeypatch.setattr(threads, "cores_contended", busy)
+    GradientBoostingRegressor(n_estimators=4).fit(X[:300], y[:300])
+    assert not calls
+
+
+def test_an_empty_parallel_region_is_timed():
+    from silva.engine import threads
+
+    seconds = threads.parallel_region_seconds()
+    assert 0.0 < seconds < 10.0
+    assert isinstance(threads.cores_contended(), bool)
+
+
 def test_newton_value_soft_thresholds_regularises_and_clips():
     params = np.zeros(N_PARAMS)
     params[L1], params[L2] = 1.0, 2.0
