@@ -116,3 +116,12 @@ def command_line(script: str, argv: list[str] | None = None) -> str:
 def utc_now() -> str:
     """The current time as ``YYYY-MM-DD HH:MM UTC``."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
+
+
+def append_results(report: str) -> None:
+    """Append one report (a section of tables) to ``benchmarks/RESULTS.md``."""
+    with open(RESULTS_PATH, "a") as results:
+        results.write("\n" + report)

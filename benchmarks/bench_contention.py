@@ -23,9 +23,8 @@ import subprocess
 import sys
 import time
 
-from _machine import command_line, machine_line, utc_now
+from _machine import append_results, command_line, machine_line, utc_now
 
-RESULTS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md")
 LIBRARIES = ("silva", "lightgbm", "xgboost")
 
 
@@ -50,13 +49,16 @@ def _busy_loops(n):
     return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
 
 
-def measure(library, n_rows, busy, repeat, threads):
+def measure(library, n_rows, busy, repeat, threads, timeout_s):
+    """The seconds of each timed fit; None when the fits ran past ``timeout_s``."""
     loops = _busy_loops(busy)
     try:
         time.sleep(0.5)  # the loops reach their cores
         child = subprocess.run(
             [sys.executable, __file__, "--child", library, str(n_rows), str(repeat),
-             str(threads)], capture_output=True, text=True, check=True)
+             str(threads)], capture_output=True, text=True, check=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None
     finally:
         for loop in loops:
             loop.kill()
@@ -70,6 +72,8 @@ def main(argv=None):
     parser.add_argument("--busy", type=int, nargs="+", default=[0, 1, 2],
                         help="busy processes beside each fit")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--timeout", type=float, default=300.0,
+                        help="seconds a library's fits may take; beyond, the cells show '–'")
     parser.add_argument("--libraries", nargs="+", default=list(LIBRARIES),
                         choices=LIBRARIES)
     parser.add_argument("--write-results", action="store_true",
@@ -95,15 +99,15 @@ def main(argv=None):
         for busy in args.busy:
             cells = []
             for library in args.libraries:
-                seconds = measure(library, n_rows, busy, args.repeat, threads)
-                cells += [f"{statistics.median(seconds):.3f}", f"{max(seconds):.3f}"]
+                seconds = measure(library, n_rows, busy, args.repeat, threads, args.timeout)
+                cells += (["–", "–"] if seconds is None else
+                          [f"{statistics.median(seconds):.3f}", f"{max(seconds):.3f}"])
             lines.append(f"| {int(n_rows * 0.8):,} | {busy} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
     report = "\n".join(lines) + "\n"
     print(report)
     if args.write_results:
-        with open(RESULTS_PATH, "a") as results:
-            results.write("\n" + report)
+        append_results(report)
 
 
 if __name__ == "__main__":

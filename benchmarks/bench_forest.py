@@ -43,11 +43,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _machine import machine_line
+from _machine import RESULTS_PATH, append_results, machine_line
 from sklearn.datasets import make_classification, make_regression
 
-BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_PATH = BENCH_DIR / "RESULTS.md"
 N_FEATURES = 28
 N_INFORMATIVE = 18
 WARM_UP_ROWS = 2_000
@@ -228,8 +226,7 @@ def main(argv=None):
               f"- command: `{command.strip()}`\n\n" + "\n\n".join(sections) + "\n")
     print(report)
     if args.write_results:
-        with open(RESULTS_PATH, "a") as results:
-            results.write("\n" + report)
+        append_results(report)
 
 
 if __name__ == "__main__":

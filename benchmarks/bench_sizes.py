@@ -53,12 +53,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from _machine import command_line, machine_line, utc_now
+from _machine import RESULTS_PATH, append_results, command_line, machine_line, utc_now
 from bench_boosting import SHAPES, Shape, available, boosting_target, faster_peer
 from bench_boosting import _data as synthetic_data
 from bench_boosting import _models as boosting_models
 
-RESULTS_PATH = Path(__file__).resolve().parent / "RESULTS.md"
 SIZES = [1_000, 2_000, 5_000, 20_000, 100_000, 1_000_000]
 TASKS = ["binary", "multiclass", "regression"]
 REAL_SETS = {"breast_cancer": "binary", "digits": "multiclass", "wine": "multiclass",
@@ -390,8 +389,7 @@ def main(argv=None):
               f"or R².\n\n" + "\n\n".join(sections) + "\n")
     print(report)
     if args.write_results:
-        with open(RESULTS_PATH, "a") as results_file:
-            results_file.write("\n" + report)
+        append_results(report)
 
 
 if __name__ == "__main__":
