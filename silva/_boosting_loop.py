@@ -220,7 +220,10 @@ class IterationGrower:
             table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
                                             feature_mask, seed, statistics)
             return table, bitsets, sample_indices
-        if serial:
+        if serial or not self.parallel:
+            # One thread: no parallel region, no chunk size or thread count to read or
+            # set (numba's calls take a lock each: several microseconds an iteration,
+            # much of a small fit's time per tree).
             table, bitsets = self.grow_tree(workspace, self.data, self.rules, sample_indices,
                                             feature_mask, seed, np.int64(1), statistics)
             return table, bitsets, sample_indices
@@ -527,7 +530,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             table, sample_indices, k, loss, line_search, newton_step, y, raw,
             grad, hess, weight, params, config.learning_rate, serial=serial)
         t3 = time.perf_counter()
-        if serial:
+        if serial or not grower.parallel:
             add_leaf_values_serial(raw, k, sample_indices, table, values)
         else:
             chunksize = numba.set_parallel_chunksize(1)  # leaves differ in size
@@ -551,7 +554,10 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     try:
         for iteration in iterations:
             parallel = choice.parallel()
-            numba.set_num_threads(choice.threads if parallel else 1)
+            if grower.parallel:
+                # Only the grower's copy with parallel passes (and the kernels of data as
+                # large: leaf updates, gradients) opens numba's parallel regions.
+                numba.set_num_threads(choice.threads if parallel else 1)
             t0 = time.perf_counter()
             loss.update_iteration(y, raw, sample_weight)
             if loss.row_parallel_gradient and grower.pools_trees(parallel, n_outputs):
@@ -584,7 +590,8 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                     e.raw[:, k] += values[tree.apply(e.X)]
             record.trees.append(iteration_trees)
             choice.record(parallel, time.perf_counter() - t0)
-            numba.set_num_threads(choice.threads)
+            if grower.parallel:
+                numba.set_num_threads(choice.threads)
 
             t4 = time.perf_counter()
             results = evaluate_iteration(config, loss, y, raw, sample_weight, evals)
