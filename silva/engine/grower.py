@@ -260,10 +260,17 @@ def new_buffers(data, samples, gather_codes, n_values):
 def run_grower(grower, data, rules, samples, monotonic_cst):
     """Grow one tree with ``grower`` (a copy of :func:`grow_tree` that
     :func:`compiled_grower` made) on buffers of its own: ``(table, values, bitsets)``
-    trimmed to the node count (see :func:`grow_tree`)."""
+    trimmed to the node count (see :func:`grow_tree`).
+
+    The table is returned as a view of the grower's buffer, not a copy: its callers
+    read it field by field (each field a copy of its own, see
+    :meth:`silva.engine.tree.Tree.from_grower`) and keep none of it, and copying the
+    whole record table first was a few percent of a small forest's fit. The values and
+    bitsets, which a tree keeps as they are, are copied so as not to hold the
+    buffers' spare capacity."""
     buffers = new_buffers(data, samples, rules.gather_codes, rules.n_values)
     table, values, bitsets, n_nodes = grower(data, rules, samples, buffers, monotonic_cst)
-    return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
+    return table[:n_nodes], values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -387,29 +394,34 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
         else:
             go_left = code <= last_left_bin
         if code != missing_bin:
-            if go_left:
-                largest_left_bin = max(largest_left_bin, code)
-            else:
-                smallest_right_bin = min(smallest_right_bin, code)
+            largest_left_bin = max(largest_left_bin, code if go_left else -1)
+            smallest_right_bin = min(smallest_right_bin, missing_bin + 1 if go_left else code)
         # Left rows are compacted in place (row start + n_left is at or before i),
-        # right rows wait in the buffers: a stable partition.
-        if go_left:
-            j = start + n_left
-            sample_indices[j] = s
-            for w in range(n_code_words):
-                code_words[j, w] = code_words[i, w]
-            for c in range(n_channels):
-                ordered_stats[j, c] = ordered_stats[i, c]
-                left_sums[c] += ordered_stats[i, c]
-            n_left += 1
-        else:
-            right_indices[n_right] = s
-            for w in range(n_code_words):
-                right_words[n_right, w] = code_words[i, w]
-            for c in range(n_channels):
-                right_stats[n_right, c] = ordered_stats[i, c]
-                right_sums[c] += ordered_stats[i, c]
-            n_right += 1
+        # right rows wait in the buffers: a stable partition. Without a branch on the
+        # side: each row is written to both places and only its side's count moves on
+        # (the other copy is overwritten by the next row, or lies past the side's
+        # end), and each side's sums add the row's channels times 1 or 0 (a term
+        # ``0 * value``, +0 or -0, leaves a sum unchanged, as in the split search).
+        # The branch mispredicted about every other row of a split (perf: the most
+        # frequent stall of the partition on fully grown extra trees).
+        goes_left = np.int64(go_left)
+        left_weight = np.float64(goes_left)
+        right_weight = 1.0 - left_weight
+        j = start + n_left
+        sample_indices[j] = s
+        right_indices[n_right] = s
+        for w in range(n_code_words):
+            word = code_words[i, w]
+            code_words[j, w] = word
+            right_words[n_right, w] = word
+        for c in range(n_channels):
+            value = ordered_stats[i, c]
+            ordered_stats[j, c] = value
+            right_stats[n_right, c] = value
+            left_sums[c] += left_weight * value
+            right_sums[c] += right_weight * value
+        n_left += goes_left
+        n_right += 1 - goes_left
     mid = start + n_left
     copy_vector(sample_indices[mid:end], right_indices[:n_right])
     copy_rows(code_words[mid:end], right_words[:n_right])
