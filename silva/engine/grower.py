@@ -63,13 +63,15 @@ from silva.engine.nodes import (
     grow_records,
     grow_rows,
     link_child,
+    new_array_stack,
     new_frontier,
     pending_nodes,
+    pop_array_stack,
     pop_frontier,
+    push_array_stack,
     push_frontier,
     release_slot,
     schedule_children_histograms,
-    stack_frontier,
     take_slot,
 )
 from silva.engine.significance import split_p_value
@@ -113,6 +115,7 @@ _Buffers = namedtuple("_Buffers", [
     "ordered_codes", "code_words", "ordered_stats", "right_indices", "right_words",
     "right_stats", "split_scratch", "split_bitset", "scratch_histogram", "rng_state",
     "opened", "table", "values", "bitsets", "node_sums", "pending", "pending_sums",
+    "frontier_stack",
 ])
 
 #: Nodes the node table and its per-node arrays hold before they first grow.
@@ -230,7 +233,9 @@ def _per_sample_buffers(data, samples, gather_codes):
         np.empty(n_total, dtype=samples.sample_indices.dtype), np.empty_like(code_words),
         np.empty((n_total, n_channels)),
         make_split_scratch(n_features, n_bins, n_channels, data.n_words),
-        np.empty(data.n_words, dtype=np.uint64), np.empty((n_features, n_bins, n_channels)))
+        np.empty(data.n_words, dtype=np.uint64), np.empty((n_features, n_bins, n_channels)),
+        # The depth-first frontier of the growers without best-first growth.
+        np.empty(n_total + 1, dtype=np.int64))
     if key is not None:
         store.clear()  # one set per thread: the last tree's
         store[key] = buffers
@@ -249,21 +254,44 @@ def new_buffers(data, samples, gather_codes, n_values):
     # The node table and its per-node arrays start here; the grower grows them (twice the
     # capacity) when a tree outgrows them.
     capacity = INITIAL_NODE_CAPACITY
+    *per_sample, frontier_stack = _per_sample_buffers(data, samples, gather_codes)
     return _Buffers(
-        *_per_sample_buffers(data, samples, gather_codes),
+        *per_sample,
         np.array([samples.seed], dtype=np.uint64), np.zeros(2, dtype=np.bool_),
         np.zeros(capacity, dtype=CART_NODE), np.zeros((capacity, n_values)),
         np.zeros((capacity, data.n_words), dtype=np.uint64),
-        np.zeros((capacity, n_channels)), *pending_nodes(n_channels))
+        np.zeros((capacity, n_channels)), *pending_nodes(n_channels), frontier_stack)
 
 
 def run_grower(grower, data, rules, samples, monotonic_cst):
     """Grow one tree with ``grower`` (a copy of :func:`grow_tree` that
     :func:`compiled_grower` made) on buffers of its own: ``(table, values, bitsets)``
-    trimmed to the node count (see :func:`grow_tree`)."""
+    trimmed to the node count (see :func:`grow_tree`).
+
+    The table is returned as a view of the grower's buffer, not a copy: its callers
+    read it field by field (each field a copy of its own, see
+    :meth:`silva.engine.tree.Tree.from_grower`) and keep none of it, and copying the
+    whole record table first was a few percent of a small forest's fit. The values and
+    bitsets, which a tree keeps as they are, are copied so as not to hold the
+    buffers' spare capacity."""
     buffers = new_buffers(data, samples, rules.gather_codes, rules.n_values)
     table, values, bitsets, n_nodes = grower(data, rules, samples, buffers, monotonic_cst)
-    return table[:n_nodes].copy(), values[:n_nodes].copy(), bitsets[:n_nodes].copy()
+    return table[:n_nodes], values[:n_nodes].copy(), bitsets[:n_nodes].copy()
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _new_frontier(buffers):
+    """The grower's empty frontier: :func:`silva.engine.nodes.new_frontier`'s list,
+    which best-first growth keeps as a heap. The copies that grow depth-first alone
+    bind :func:`_new_stack_frontier` instead."""
+    return new_frontier()
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _new_stack_frontier(buffers):
+    """:func:`_new_frontier` of the copies that grow depth-first alone: a stack in
+    ``buffers.frontier_stack`` (see :func:`silva.engine.nodes.push_array_stack`)."""
+    return new_array_stack(buffers.frontier_stack)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -387,29 +415,34 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
         else:
             go_left = code <= last_left_bin
         if code != missing_bin:
-            if go_left:
-                largest_left_bin = max(largest_left_bin, code)
-            else:
-                smallest_right_bin = min(smallest_right_bin, code)
+            largest_left_bin = max(largest_left_bin, code if go_left else -1)
+            smallest_right_bin = min(smallest_right_bin, missing_bin + 1 if go_left else code)
         # Left rows are compacted in place (row start + n_left is at or before i),
-        # right rows wait in the buffers: a stable partition.
-        if go_left:
-            j = start + n_left
-            sample_indices[j] = s
-            for w in range(n_code_words):
-                code_words[j, w] = code_words[i, w]
-            for c in range(n_channels):
-                ordered_stats[j, c] = ordered_stats[i, c]
-                left_sums[c] += ordered_stats[i, c]
-            n_left += 1
-        else:
-            right_indices[n_right] = s
-            for w in range(n_code_words):
-                right_words[n_right, w] = code_words[i, w]
-            for c in range(n_channels):
-                right_stats[n_right, c] = ordered_stats[i, c]
-                right_sums[c] += ordered_stats[i, c]
-            n_right += 1
+        # right rows wait in the buffers: a stable partition. Without a branch on the
+        # side: each row is written to both places and only its side's count moves on
+        # (the other copy is overwritten by the next row, or lies past the side's
+        # end), and each side's sums add the row's channels times 1 or 0 (a term
+        # ``0 * value``, +0 or -0, leaves a sum unchanged, as in the split search).
+        # The branch mispredicted about every other row of a split (perf: the most
+        # frequent stall of the partition on fully grown extra trees).
+        goes_left = np.int64(go_left)
+        left_weight = np.float64(goes_left)
+        right_weight = 1.0 - left_weight
+        j = start + n_left
+        sample_indices[j] = s
+        right_indices[n_right] = s
+        for w in range(n_code_words):
+            word = code_words[i, w]
+            code_words[j, w] = word
+            right_words[n_right, w] = word
+        for c in range(n_channels):
+            value = ordered_stats[i, c]
+            ordered_stats[j, c] = value
+            right_stats[n_right, c] = value
+            left_sums[c] += left_weight * value
+            right_sums[c] += right_weight * value
+        n_left += goes_left
+        n_right += 1 - goes_left
     mid = start + n_left
     copy_vector(sample_indices[mid:end], right_indices[:n_right])
     copy_rows(code_words[mid:end], right_words[:n_right])
@@ -552,7 +585,7 @@ def grow_tree(data, rules, samples, buffers, monotonic_cst):
     node_sums = buffers.node_sums
     pool = aligned_histograms(np.int64(4), n_features, data.missing_bin + 1, n_channels)
     free_slots = [3, 2, 1, 0]
-    frontier, frontier_head = new_frontier()
+    frontier, frontier_head = _new_frontier(buffers)
     order = BEST_FIRST if rules.max_leaf_nodes > 0 else DEPTH_FIRST
 
     # The root is the first pending node; then the two children (left first) of each
@@ -848,5 +881,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
             _children_histograms, "serial", build_histogram=build,
             subtract_histogram=subtract)
     if not extras:
-        bindings["push_frontier"], bindings["pop_frontier"] = stack_frontier()
+        # Depth-first alone: the frontier is a stack in an array (see push_array_stack).
+        bindings.update(_new_frontier=_new_stack_frontier, push_frontier=push_array_stack,
+                        pop_frontier=pop_array_stack)
     return specialize(grow_tree, variant, **bindings)

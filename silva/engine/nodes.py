@@ -28,7 +28,6 @@ import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_rows, copy_vector
-from silva.engine.specialize import specialize
 
 LEAF = -1  # children of a leaf
 UNDEFINED = -2  # feature and threshold of a leaf, threshold of a categorical split
@@ -92,8 +91,8 @@ NO_HISTOGRAM = -2  # nowhere: neither child needs one
 DEPTH_FIRST = 0  # a stack: the left child of the last split first (CART's recursion)
 BEST_FIRST = 1  # the largest split gain first
 BREADTH_FIRST = 2  # a queue: level by level (XGBoost's depthwise growth)
-# Bound to False in the frontier copies of growers that never grow best-first
-# (stack_frontier()), which then compile no heap.
+# Bound to False in frontier copies for growers that never grow best-first, which then
+# compile no heap (the CART grower's depth-first copies use new_array_stack instead).
 HEAP = True
 
 
@@ -277,9 +276,31 @@ def pop_frontier(items, head, order):
     return items[head[0] - 1][1]
 
 
-def stack_frontier():
-    """``(push_frontier, pop_frontier)`` compiled without the heap of best-first growth,
-    for growers that only grow depth-first or breadth-first (a heap's compile is half a
-    second of a cold first fit)."""
-    return (specialize(push_frontier, "no_heap", HEAP=False),
-            specialize(pop_frontier, "no_heap", HEAP=False))
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def new_array_stack(stack):
+    """An empty depth-first frontier held in ``stack`` (int64, room for every node that
+    may wait at once: a tree's open nodes hold disjoint samples, at least two each, so
+    its sample count is enough) and its depth (a one-entry array)."""
+    return stack, np.zeros(1, dtype=np.int64)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def push_array_stack(stack, depth, order, gain, node):
+    """:func:`push_frontier` for :func:`new_array_stack`'s frontier (depth-first alone:
+    ``order`` and ``gain`` are not read).
+
+    The list frontier counted references to its list at every push and pop (atomic
+    operations, kept by numba across the grower's loop) and called the list's
+    compiled helpers; a node id written to a preallocated array does neither."""
+    stack[depth[0]] = node
+    depth[0] += 1
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def pop_array_stack(stack, depth, order):
+    """:func:`pop_frontier` for :func:`new_array_stack`'s frontier: the node pushed
+    last, or -1 when none is left."""
+    if depth[0] == 0:
+        return np.int64(-1)
+    depth[0] -= 1
+    return stack[depth[0]]

@@ -10,7 +10,14 @@ from sklearn.datasets import load_breast_cancer, load_diabetes, make_classificat
 
 from silva import DecisionTreeClassifier, DecisionTreeRegressor
 from silva.engine import grower
-from silva.engine.nodes import new_pending, pending_nodes
+from silva.engine.nodes import (
+    DEPTH_FIRST,
+    new_array_stack,
+    new_pending,
+    pending_nodes,
+    pop_array_stack,
+    push_array_stack,
+)
 
 from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
@@ -164,6 +171,38 @@ def test_pending_nodes_in_numpy_equal_the_compiled_ones():
     np.testing.assert_array_equal(pending, compiled_pending)
     np.testing.assert_array_equal(sums, compiled_sums)
     assert sums.shape == (2, 3) and pending["slot"].tolist() == [-1, -1]
+
+
+@numba.njit
+def _run_array_stack(operations, capacity):
+    # operations[k] >= 0 pushes that node id, -1 pops; returns the popped ids in order.
+    stack, depth = new_array_stack(np.empty(capacity, dtype=np.int64))
+    popped = np.empty(operations.shape[0], dtype=np.int64)
+    n_popped = 0
+    for node in operations:
+        if node >= 0:
+            push_array_stack(stack, depth, DEPTH_FIRST, 0.0, node)
+        else:
+            popped[n_popped] = pop_array_stack(stack, depth, DEPTH_FIRST)
+            n_popped += 1
+    return popped[:n_popped]
+
+
+def test_array_stack_frontier_pops_as_a_list_stack():
+    # The depth-first growers' frontier against a Python list used as a stack: the node
+    # pushed last pops first, and an empty stack pops -1.
+    rng = np.random.RandomState(0)
+    operations = np.where(rng.rand(400) < 0.55, rng.randint(0, 1000, size=400), -1)
+    expected = []
+    reference = []
+    for node in operations.tolist():
+        if node >= 0:
+            reference.append(node)
+        else:
+            expected.append(reference.pop() if reference else -1)
+    popped = _run_array_stack(operations, operations.shape[0])
+    assert -1 in expected and len(expected) > 100
+    np.testing.assert_array_equal(popped, expected)
 
 
 # ------------------------------------------- grown trees against their samples, in numpy
