@@ -743,3 +743,38 @@ def test_warm_start_adding_no_tree_still_computes_the_requested_oob_score():
     with pytest.warns(UserWarning, match="does not fit new trees"):
         forest.set_params(oob_score=True).fit(X, y)
     assert forest.oob_score_ == at_once.oob_score_
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_single_node_tree_keeps_its_own_arrays(n_jobs):
+    """A forest's trees grow on per-thread buffers that the next tree reuses: a tree
+    whose root is a leaf (a pure bootstrap sample), whose one-element arrays numpy may
+    leave as views, must not share them with another tree."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(12, 3))
+    y = np.zeros(12, dtype=int)
+    y[0] = 1  # most bootstrap samples miss the one positive row: a pure root
+    forest = RandomForestClassifier(n_estimators=40, random_state=0, n_jobs=n_jobs).fit(X, y)
+    trees = [t.tree_ for t in forest.estimators_]
+    leaves_alone = [tree for tree in trees if tree.node_count == 1]
+    assert 2 <= len(leaves_alone) < 40
+    for tree in leaves_alone:
+        assert tree.threshold[0] == -2.0 and tree.feature[0] == -2
+        assert tree.impurity[0] == 0.0 and tree.weighted_n_node_samples[0] == 12
+        for other in trees:
+            if other is not tree:
+                for name in ("threshold", "impurity", "weighted_n_node_samples",
+                             "is_categorical", "value"):
+                    assert not np.shares_memory(getattr(tree, name), getattr(other, name))
+
+
+def test_a_single_node_tree_holds_no_view_of_the_growers_node_table():
+    """numpy calls a one-element field view contiguous, so a tree whose root is a leaf
+    kept views of the grower's whole node table (spare capacity included) until
+    run_grower copied a one-node table."""
+    X = np.arange(20.0).reshape(10, 2)
+    tree = silva.DecisionTreeClassifier().fit(X, np.zeros(10, dtype=int)).tree_
+    assert tree.node_count == 1
+    for name in ("threshold", "impurity", "weighted_n_node_samples", "is_categorical"):
+        array = getattr(tree, name)
+        assert array.base is None or array.base.size == array.size, name

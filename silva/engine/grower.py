@@ -273,10 +273,13 @@ def run_grower(grower, data, rules, samples, monotonic_cst):
     :meth:`silva.engine.tree.Tree.from_grower`) and keep none of it, and copying the
     whole record table first was a few percent of a small forest's fit. The values and
     bitsets, which a tree keeps as they are, are copied so as not to hold the
-    buffers' spare capacity."""
+    buffers' spare capacity. So is a table of one node: numpy calls a one-element field
+    view contiguous, so the tree's ``np.ascontiguousarray`` would keep that view, and
+    with it the whole buffer (a forest's pure bootstrap samples make such trees)."""
     buffers = new_buffers(data, samples, rules.gather_codes, rules.n_values)
     table, values, bitsets, n_nodes = grower(data, rules, samples, buffers, monotonic_cst)
-    return table[:n_nodes], values[:n_nodes].copy(), bitsets[:n_nodes].copy()
+    table = table[:n_nodes] if n_nodes > 1 else table[:n_nodes].copy()
+    return table, values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
