@@ -40,7 +40,7 @@ from silva import metrics
 from silva._progress import progress
 from silva.callbacks import CallbackEnv, EarlyStopException, EarlyStopping, LogEvaluation
 from silva.engine import gradient_grower as gg
-from silva.engine import gradient_histogram, gradient_sparse, losses, threads
+from silva.engine import gradient_histogram, gradient_sparse, losses
 from silva.engine.ensemble import PackedTrees
 from silva.engine.gradient_splitting import L1, L2, MAX_DELTA_STEP
 from silva.engine.leaf_values import leaf_sums, leaf_updates
@@ -125,22 +125,11 @@ class ThreadChoice:
     for the first time (page faults), which once made it look slower than a serial
     iteration and sent the next ``probe_every`` iterations to one thread. The second
     is timed parallel, the third serial, and the faster way is kept from then on.
-
-    A timed parallel iteration on a busy machine cost as much as 150 serial ones
-    (280 ms against 1.8 ms, 16,000 rows, 2 cores, one other busy process), and the
-    warm-up and probes made five of them a fit: 8 times the time of one thread.
-    So with ``contended`` (a test that a parallel region now waits for a core,
-    :func:`silva.engine.threads.cores_contended`, which costs microseconds on a quiet
-    machine and one time slice on a busy one), an iteration meant to run parallel
-    runs on one thread when the test says the cores are busy, and the parallel
-    timing is forgotten, so that the following iterations stay on one thread, without
-    a test each, until the next probe.
     """
 
-    def __init__(self, probe_every=25, contended=None):
+    def __init__(self, probe_every=25):
         self.threads = numba.get_num_threads()
         self.probe_every = probe_every
-        self.contended = contended
         self.seconds = {True: np.inf, False: np.inf}  # last time per iteration, per choice
         self.count = 0
 
@@ -150,15 +139,10 @@ class ThreadChoice:
             return False
         self.count += 1
         if self.count <= 2:
-            wanted = True
-        else:
-            best = self.seconds[True] <= self.seconds[False]
-            # The third iteration, then one in probe_every, tries the other way.
-            wanted = not best if self.count % self.probe_every == 3 else best
-        if wanted and self.contended is not None and self.contended():
-            self.seconds[True] = np.inf
-            return False
-        return wanted
+            return True
+        best = self.seconds[True] <= self.seconds[False]
+        # The third iteration, then one in probe_every, tries the other way.
+        return not best if self.count % self.probe_every == 3 else best
 
     def record(self, parallel, seconds):
         """Note that the last iteration, run ``parallel`` or not, took ``seconds``."""
@@ -509,9 +493,6 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                          binner.missing_bin_, binner.bin_thresholds_, n_words),
         gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
                           n_bynode, config.monotonic, config.interaction_sets))
-    if grower.parallel and not grower.pools_trees(True, n_outputs):
-        # The iterations' parallel regions are the grower's: test for busy cores first.
-        choice.contended = threads.cores_contended
     add_leaf_values, add_leaf_values_binned = leaf_updates(grower.parallel)
     # One range of rows per pool thread, for a gradient computed in the pool.
     bounds = np.linspace(0, n_samples, choice.threads + 1).astype(np.int64)
