@@ -125,3 +125,11 @@ def append_results(report: str) -> None:
     """Append one report (a section of tables) to ``benchmarks/RESULTS.md``."""
     with open(RESULTS_PATH, "a") as results:
         results.write("\n" + report)
+
+
+def publish(lines: list[str], write_results: bool) -> None:
+    """Print a report's lines and, with ``write_results``, append them to RESULTS.md."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    if write_results:
+        append_results(report)

@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 
-from _machine import append_results, command_line, machine_line, utc_now
+from _machine import command_line, machine_line, publish, utc_now
 
 LIBRARIES = ("silva", "lightgbm", "xgboost")
 
@@ -104,10 +104,7 @@ def main(argv=None):
                           [f"{statistics.median(seconds):.3f}", f"{max(seconds):.3f}"])
             lines.append(f"| {int(n_rows * 0.8):,} | {busy} | " + " | ".join(cells) + " |")
             print(lines[-1], flush=True)
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.write_results:
-        append_results(report)
+    publish(lines, args.write_results)
 
 
 if __name__ == "__main__":

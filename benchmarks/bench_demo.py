@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 
-from _machine import append_results, command_line, machine_line, utc_now
+from _machine import command_line, machine_line, publish, utc_now
 
 BUDGET_S = 0.3
 
@@ -176,10 +176,7 @@ def main(argv=None):
         else:
             cells = "– | – | –"
         lines.append(f"| {dataset} | {name} | {params} | {silva_ms:.2f} | {cells} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if args.write_results:
-        append_results(report)
+    publish(lines, args.write_results)
 
 
 if __name__ == "__main__":
