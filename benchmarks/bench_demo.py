@@ -44,9 +44,11 @@ def _boosting_peers(factory):
     """LightGBM's and XGBoost's counterparts of a silva boosting row."""
     import lightgbm
     import xgboost
+    from sklearn.base import clone
 
-    params = factory().get_params()
-    classifier = "Classifier" in type(factory()).__name__
+    estimator = factory()
+    params = estimator.get_params()
+    classifier = "Classifier" in type(estimator).__name__
     depth = params["max_depth"] or -1
     lgbm = (lightgbm.LGBMClassifier if classifier else lightgbm.LGBMRegressor)(
         n_estimators=params["n_estimators"], learning_rate=params["learning_rate"],
@@ -56,8 +58,7 @@ def _boosting_peers(factory):
         n_estimators=params["n_estimators"], learning_rate=params["learning_rate"],
         max_leaves=params["max_leaf_nodes"], max_depth=max(depth, 0),
         grow_policy="lossguide", tree_method="hist", random_state=0)
-    return {"lightgbm": lambda: lgbm.__class__(**lgbm.get_params()),
-            "xgboost": lambda: xgb.__class__(**xgb.get_params())}
+    return {"lightgbm": lambda: clone(lgbm), "xgboost": lambda: clone(xgb)}
 
 
 def _sklearn_peer(name, factory):
@@ -65,7 +66,7 @@ def _sklearn_peer(name, factory):
     from sklearn import ensemble, tree
 
     estimator = factory()
-    params = {key: value for key, value in estimator.get_params(deep=False).items()}
+    params = estimator.get_params(deep=False)
     if name.startswith("DecisionTree"):
         if params["criterion"] not in ("gini", "entropy", "squared_error") \
                 or isinstance(params["ccp_alpha"], str):

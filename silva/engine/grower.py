@@ -113,9 +113,9 @@ CartSamples = namedtuple("CartSamples", ["stats", "y", "weight", "sample_indices
 #: A tree's working buffers, allocated once per tree (see :func:`new_buffers`).
 _Buffers = namedtuple("_Buffers", [
     "ordered_codes", "code_words", "ordered_stats", "right_indices", "right_words",
-    "right_stats", "split_scratch", "split_bitset", "scratch_histogram", "rng_state",
-    "opened", "table", "values", "bitsets", "node_sums", "pending", "pending_sums",
-    "frontier_stack",
+    "right_stats", "split_scratch", "split_bitset", "scratch_histogram", "frontier_stack",
+    "rng_state", "opened", "table", "values", "bitsets", "node_sums", "pending",
+    "pending_sums",
 ])
 
 #: Nodes the node table and its per-node arrays hold before they first grow.
@@ -254,13 +254,12 @@ def new_buffers(data, samples, gather_codes, n_values):
     # The node table and its per-node arrays start here; the grower grows them (twice the
     # capacity) when a tree outgrows them.
     capacity = INITIAL_NODE_CAPACITY
-    *per_sample, frontier_stack = _per_sample_buffers(data, samples, gather_codes)
     return _Buffers(
-        *per_sample,
+        *_per_sample_buffers(data, samples, gather_codes),
         np.array([samples.seed], dtype=np.uint64), np.zeros(2, dtype=np.bool_),
         np.zeros(capacity, dtype=CART_NODE), np.zeros((capacity, n_values)),
         np.zeros((capacity, data.n_words), dtype=np.uint64),
-        np.zeros((capacity, n_channels)), *pending_nodes(n_channels), frontier_stack)
+        np.zeros((capacity, n_channels)), *pending_nodes(n_channels))
 
 
 def run_grower(grower, data, rules, samples, monotonic_cst):

@@ -91,9 +91,6 @@ NO_HISTOGRAM = -2  # nowhere: neither child needs one
 DEPTH_FIRST = 0  # a stack: the left child of the last split first (CART's recursion)
 BEST_FIRST = 1  # the largest split gain first
 BREADTH_FIRST = 2  # a queue: level by level (XGBoost's depthwise growth)
-# Bound to False in frontier copies for growers that never grow best-first, which then
-# compile no heap (the CART grower's depth-first copies use new_array_stack instead).
-HEAP = True
 
 
 def decision_arrays(table):
@@ -253,7 +250,7 @@ def push_frontier(items, head, order, gain, node):
     by ``-gain`` for best-first (ties: the lower node id), a stack for depth-first (the
     last pushed pops first), a queue for breadth-first. A heap for every order cost
     forests of fully grown trees a fifth of their time."""
-    if HEAP and order == BEST_FIRST:
+    if order == BEST_FIRST:
         heapq.heappush(items, (-gain, node))
     else:
         items.append((-gain, node))
@@ -262,7 +259,7 @@ def push_frontier(items, head, order, gain, node):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def pop_frontier(items, head, order):
     """The next node to split, or -1 when the frontier is empty."""
-    if HEAP and order == BEST_FIRST:
+    if order == BEST_FIRST:
         if len(items) == 0:
             return -1
         return heapq.heappop(items)[1]
