@@ -126,8 +126,8 @@ def _split_block(column, index_from, index_to, first, last, missing, split, miss
             i += 16
     # Unsigned positions: numba wraps a negative signed index around the array's end,
     # a compare and select on every store's address, which the next sample's store
-    # waited on; without them the loop took half the time on AMD Zen 3 (1.5 against 3.0
-    # ns a sample at 800,000 rows, where it is every sample's path).
+    # waited on; without them the loop takes half the time on AMD Zen 3 (1.9 against 4.0
+    # ns a sample at 800,000 rows), where it is every sample's path.
     one = np.uint64(1)
     to_left_u = np.uint64(to_left)
     to_right_u = np.uint64(to_right)
@@ -159,10 +159,10 @@ def partition(column, work_index, half, start, end, missing_bin, split_bin, miss
 
     One serial pass (:func:`_split_block`: 16 samples at a time with AVX-512, see
     :func:`_split_sixteen`; elsewhere a scalar loop, 1.9 ns a sample on AMD Zen 3),
-    whatever the node's size. A parallel version split row
-    blocks in their own ranges and then copied each block's two runs to their final
-    places; on the 2-core machine it took longer than the serial pass at every size
-    (800,000 rows: 0.79-1.23 against 0.69 ns per sample; 30,000: 1.2-1.7 against 0.77):
+    whatever the node's size. A parallel version split row blocks in their own ranges
+    and then copied each block's two runs to their final places; on the 2-core machine
+    (Zen 4) it took longer than the serial pass at every size (800,000 rows: 0.79-1.23
+    against 0.69 ns per sample; 30,000: 1.2-1.7 against 0.77):
     the extra copy cost more than the second core gave back on this load-bound pass.
     """
     missing_goes = np.int64(1) if missing_left else np.int64(0)

@@ -979,8 +979,8 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
        inner loop runs along the row's contiguous codes, compares each with its
        column's limit bin (-1 for the columns not visited, which add nothing) and adds
        the row's value, or 0 where the code lies above the limit, to the column's
-       channel-major sum, which LLVM
-       vectorises across columns; with each column's largest bin going left. The
+       channel-major sum, which LLVM vectorises across columns; with each column's
+       largest bin going left. The
        missing codes' sums take a pass of their own, only when a visited feature has
        missing codes in the node.
 

@@ -117,8 +117,9 @@ EXPECTED_FAILURES = {
 
 # Tests whose outcome depends on the rounding of sums that tie in exact arithmetic, which
 # differs between CPUs: test_estimators_samples[RandomForestRegressor-True-None] failed
-# (as expected) on the AMD EPYC Zen 3 and Zen 5 machines and passed on CI's machine on
-# 2026-11-26. Still listed, because on most machines they do fail, for the reason given.
+# (as expected) on the AMD EPYC Zen 3 and Zen 5 work machines and passed on CI's machine
+# in the run after 2026-11-26's last session, which a strict xfail turned red. Still
+# listed, because on most machines they do fail, for the reason given.
 DEPENDS_ON_ROUNDING = frozenset({
     "test_forest.py::test_estimators_samples[ExtraTreesRegressor-True-1]",
     "test_forest.py::test_estimators_samples[ExtraTreesRegressor-True-None]",
