@@ -77,6 +77,7 @@ from silva.engine.gradient_splitting import (
     MAX_DELTA_STEP,
     MIN_CHILD_WEIGHT,
     MIN_SAMPLES_LEAF,
+    SCAN_SCRATCH_ROWS,
     best_scanned_split,
     find_best_split,
     leaf_output,
@@ -225,7 +226,7 @@ def new_search_buffers(n_features, n_bins, n_words, seed):
         np.empty(n_features, dtype=np.int64), np.empty(n_features),
         np.empty(n_features, dtype=np.int64), np.empty(n_features, dtype=np.uint8),
         np.empty((n_features, 3)), np.zeros((n_features, n_words), dtype=np.uint64),
-        np.empty((4, n_bins)), rng_state)
+        np.empty((SCAN_SCRATCH_ROWS, n_bins)), rng_state)
 
 
 # The grower's steps are inlined into it (inline="always") and take the arrays they read

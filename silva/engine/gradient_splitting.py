@@ -164,6 +164,82 @@ def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
         scores[b] = score if valid else NO_GAIN
 
 
+#: Rows of a scan's scratch (see :func:`scan_numeric`): the candidates' left count,
+#: gradient and hessian sums, their scores, and (:func:`_scan_numeric_few_samples`)
+#: their bins.
+SCAN_SCRATCH_ROWS = 5
+
+
+@nb.njit(cache=True, error_model="numpy", _nrt=False)
+def _scan_numeric_few_samples(hist_f, n_bins_f, missing_bin, node_sums, params, lower,
+                              upper, monotone, constrained, best_left, scratch):
+    """:func:`scan_numeric` for a node of fewer samples than the feature has bins, where
+    most bins are empty: the running sums are kept for the candidates alone (the
+    non-empty bins and the last; their bins in ``scratch[4]``), and only those are
+    scored. The two divisions per score were most of a small node's scan: on AMD Zen 3,
+    28 features of 255 bins took 13 us instead of 20 in a node of 50 samples (breast
+    cancer's boosting fit spent nine tenths of its time in split scans). In a node with
+    more samples, keeping the candidates apart cost more than the scores it saved (23
+    us instead of 21 in a node of 500).
+
+    The running sums still add every bin, empty ones included (a subtraction's rounding
+    can leave a tiny residue there), so the sums, the scores and the split are those of
+    :func:`scan_numeric`'s full scan, bit for bit.
+
+    Compiled apart, without reference counts as scan_numeric: inlined into it, it made
+    scan_numeric's own full scan about 5% slower (22 us instead of 21), though that code
+    was unchanged.
+    """
+    has_missing = hist_f[missing_bin, 0] > 0.0
+    left = scratch[:3]
+    scores = scratch[3]
+    candidate_bins = scratch[4]
+    best = NO_GAIN
+    best_bin = -1
+    best_missing_left = False
+    n_directions = 2 if has_missing else 1
+    last = n_bins_f - 1
+    for direction in range(n_directions):
+        missing_left = direction == 1
+        lc = hist_f[missing_bin, 0] if missing_left else 0.0
+        lg = hist_f[missing_bin, 1] if missing_left else 0.0
+        lh = hist_f[missing_bin, 2] if missing_left else 0.0
+        # The last bin is a candidate only as "every value left, missing right".
+        n_bins_scanned = n_bins_f if has_missing and not missing_left else last
+        n_candidates = 0
+        for b in range(n_bins_scanned):
+            count = hist_f[b, 0]
+            lc += count
+            lg += hist_f[b, 1]
+            lh += hist_f[b, 2]
+            # Written at every bin, kept (n_candidates moves on) at candidates only: no
+            # branch on the data.
+            left[0, n_candidates] = lc
+            left[1, n_candidates] = lg
+            left[2, n_candidates] = lh
+            candidate_bins[n_candidates] = b
+            n_candidates += (count > 0.0) | (b == last)
+        if constrained:
+            for k in range(n_candidates):
+                scores[k] = _candidate_score(left[0, k], left[1, k], left[2, k], node_sums,
+                                             params, lower, upper, monotone, True)
+        else:
+            _children_scores(left, n_candidates, node_sums, params[L1], params[L2],
+                             params[MIN_SAMPLES_LEAF], params[MIN_CHILD_WEIGHT], scores)
+        for k in range(n_candidates):
+            if scores[k] > best:
+                best = scores[k]
+                b = np.int64(candidate_bins[k])
+                best_bin = b if b < last else ALL_VALUE_BINS
+                best_left[0] = left[0, k]
+                best_left[1] = left[1, k]
+                best_left[2] = left[2, k]
+                best_missing_left = missing_left
+                if not has_missing:
+                    best_missing_left = left[0, k] > node_sums[0] - left[0, k]
+    return best, best_bin, best_missing_left
+
+
 @nb.njit(cache=True, error_model="numpy", _nrt=False)
 def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
                  constrained, best_left, scratch):
@@ -171,13 +247,22 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
 
     Returns ``(children_score, last_left_bin, missing_go_left)``; bins ``<=
     last_left_bin`` go left (``ALL_VALUE_BINS``: every value left, missing right), and
-    ``best_left`` receives the left child's sums. ``scratch``: (4, >= n_bins_f) floats.
+    ``best_left`` receives the left child's sums. ``scratch``: (SCAN_SCRATCH_ROWS, >=
+    n_bins_f) floats.
 
     For each direction of the missing values: the left sums of every candidate first
     (a running sum, into ``scratch[:3]``), then all their scores (``scratch[3]``; in
     one vectorised pass, :func:`_children_scores`, unless monotonic bounds or
     ``max_delta_step`` apply), then the first best in candidate order.
+
+    A node of fewer samples than the feature has bins takes
+    :func:`_scan_numeric_few_samples` instead, which scores only the non-empty bins and
+    finds the same split.
     """
+    if node_sums[0] < n_bins_f:
+        return _scan_numeric_few_samples(hist_f, n_bins_f, missing_bin, node_sums, params,
+                                         lower, upper, monotone, constrained, best_left,
+                                         scratch)
     # Channel 0 counts samples: integers, which histogram subtraction keeps exact.
     has_missing = hist_f[missing_bin, 0] > 0.0
     left = scratch[:3]
@@ -308,7 +393,8 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
                     feature_bitset, scratch):
     """Best split of a node over ``candidates[:n_candidates]`` (see the module docstring).
 
-    ``feature_*`` are per-feature scratch arrays, ``scratch`` (4, n_bins) the scan's.
+    ``feature_*`` are per-feature scratch arrays, ``scratch`` (SCAN_SCRATCH_ROWS, n_bins)
+    the scan's.
     Serial: a node's scan takes tens of microseconds, less than starting a parallel
     region (measured: 31 us serial, 4 ms parallel on a loaded 2-core machine, 200k x
     28). Returns ``(gain, feature, last_left_bin, missing_go_left)`` with ``gain = 1/2
@@ -364,7 +450,7 @@ def scan_two_nodes(pool, slots, candidates, n_candidates, n_value_bins, is_categ
     n_tasks = n_first + n_candidates[1]
     n_bins = pool.shape[2]
     for part in nb.prange(n_parts):
-        scratch = np.empty((4, n_bins))
+        scratch = np.empty((SCAN_SCRATCH_ROWS, n_bins))
         for task in range(part * n_tasks // n_parts, (part + 1) * n_tasks // n_parts):
             p = 0 if task < n_first else 1
             _scan_feature(candidates[p, task - p * n_first], pool[slots[p]], n_value_bins,

@@ -64,6 +64,43 @@ def test_numeric_scan_finds_the_brute_force_best(seed):
     np.testing.assert_allclose(left, expected_left, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_few_samples_scan_finds_the_full_scans_split_bit_for_bit(seed):
+    """The scan of non-empty bins alone (scan_numeric's path for small nodes) against the
+    full scan, on histograms where both apply: most of 255 bins empty, some of the
+    empty ones holding a subtraction's tiny gradient residue, missing values or not,
+    the vectorised or the per-candidate rule. The same score, bin, side and sums."""
+    rng = np.random.default_rng(seed)
+    n_bins = 255
+    missing_bin = n_bins
+    hist = np.zeros((missing_bin + 1, 4))
+    present = rng.choice(n_bins, size=int(rng.integers(1, 40)), replace=False)
+    # At least n_bins samples in all, so that scan_numeric itself scans every bin.
+    hist[present, 0] = rng.integers(1, 20, present.size)
+    hist[present[0], 0] += n_bins
+    if seed % 2:
+        hist[missing_bin, 0] = rng.integers(1, 30)
+    hist[:, 1] = rng.normal(size=missing_bin + 1) * hist[:, 0]
+    hist[:, 2] = rng.random(missing_bin + 1) * hist[:, 0]
+    residue = rng.choice(n_bins, size=10, replace=False)
+    hist[residue, 1] += np.where(hist[residue, 0] == 0, 1e-15 * rng.normal(size=10), 0.0)
+    if seed % 3 == 0:
+        hist[n_bins - 1] = 0.0  # the last bin empty: still the "values left" candidate
+    sums = hist[:, :3].sum(axis=0)
+    assert sums[0] >= n_bins
+    params = gradient_params(l2=[0.0, 1.0][seed % 2], min_samples_leaf=[0.0, 3.0][seed % 2],
+                             min_child_weight=1e-3)
+    constrained = seed % 4 == 1
+    full = gradient_scan_numeric(hist_f=hist, n_bins=n_bins, missing_bin=missing_bin,
+                                 node_sums=sums, params=params, constrained=constrained)
+    few = gradient_scan_numeric(hist_f=hist, n_bins=n_bins, missing_bin=missing_bin,
+                                node_sums=sums, params=params, constrained=constrained,
+                                few_samples_path=True)
+    assert few[0] == full[0] and few[1] == full[1] and few[2] == full[2]
+    assert np.array_equal(few[3], full[3])
+    assert full[0] > -np.inf
+
+
 def _scan(hist, n_bins, params):
     score, split_bin, _, left = gradient_scan_numeric(
         hist_f=hist, n_bins=n_bins, missing_bin=hist.shape[0] - 1,
