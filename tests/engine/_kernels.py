@@ -14,9 +14,6 @@ from silva.engine import leaf_values as leaf_updates
 from silva.engine import partition as partition_module
 from silva.engine.cart import BinnedData
 from silva.engine.gradient_splitting import N_PARAMS, SCAN_SCRATCH_ROWS, find_best_split
-from silva.engine.gradient_splitting import (
-    _scan_numeric_few_samples as _gradient_scan_few_samples,
-)
 from silva.engine.gradient_splitting import scan_numeric as _gradient_scan_numeric
 from silva.engine.histogram import build_histogram, subtract_histogram
 from silva.engine.random import seed_from_random_state
@@ -128,19 +125,13 @@ def gradient_params(*, l1=0.0, l2=0.0, min_split_gain=0.0, min_child_weight=0.0,
     return params
 
 
-def gradient_scan_numeric(*, hist_f, n_bins, missing_bin, node_sums, params,
-                          constrained=False, few_samples_path=False):
-    """Best threshold of one numeric feature's (n_bins..., 4) histogram:
-    ``(children_score, last_left_bin, missing_go_left, left_sums)``. ``constrained``:
-    through the per-candidate rule (as with ``max_delta_step`` or monotonic bounds),
-    without bounds. ``few_samples_path``: the scan that scores the non-empty bins alone,
-    whatever the node's count (scan_numeric takes it for nodes of fewer samples than
-    bins)."""
+def gradient_scan_numeric(*, hist_f, n_bins, missing_bin, node_sums, params):
+    """Best threshold of one numeric feature's (n_bins..., 4) histogram, unconstrained:
+    ``(children_score, last_left_bin, missing_go_left, left_sums)``."""
     left = np.zeros(3)
-    scan = _gradient_scan_few_samples if few_samples_path else _gradient_scan_numeric
-    score, split_bin, missing_left = scan(
-        hist_f, n_bins, missing_bin, node_sums, params, -np.inf, np.inf, 0, constrained,
-        left, np.empty((SCAN_SCRATCH_ROWS, hist_f.shape[0])))
+    score, split_bin, missing_left = _gradient_scan_numeric(
+        hist_f, n_bins, missing_bin, node_sums, params, -np.inf, np.inf, 0, False, left,
+        np.empty((SCAN_SCRATCH_ROWS, hist_f.shape[0])))
     return score, split_bin, missing_left, left
 
 

@@ -64,41 +64,61 @@ def test_numeric_scan_finds_the_brute_force_best(seed):
     np.testing.assert_allclose(left, expected_left, rtol=1e-10, atol=1e-12)
 
 
+def _full_scan(hist, n_bins, missing_bin, sums, l2, min_samples_leaf, min_child_weight):
+    """scan_numeric's full scan in plain Python floats, without L1: every bin's running
+    sums, every bin scored as _children_scores scores it (the same IEEE operations in
+    the same order, so the same bits), the first best among the bins that hold samples
+    and the last."""
+    has_missing = hist[missing_bin, 0] > 0.0
+    best, best_bin, best_missing_left, best_left = -np.inf, -1, False, None
+    for missing_left in ([False, True] if has_missing else [False]):
+        lc, lg, lh = (hist[missing_bin, :3] if missing_left else np.zeros(3)).tolist()
+        for b in range(n_bins if has_missing and not missing_left else n_bins - 1):
+            lc, lg, lh = lc + hist[b, 0], lg + hist[b, 1], lh + hist[b, 2]
+            rc, rg, rh = sums[0] - lc, sums[1] - lg, sums[2] - lh
+            dl, dr = lh + l2, rh + l2
+            score = (lg * lg / dl if dl > 0.0 else 0.0) + (rg * rg / dr if dr > 0.0 else 0.0)
+            valid = (min(lc, rc) >= min_samples_leaf and lc > 0.0 and rc > 0.0
+                     and min(lh, rh) >= min_child_weight)
+            if valid and score > best and (hist[b, 0] > 0.0 or b == n_bins - 1):
+                best, best_left, best_missing_left = score, np.array([lc, lg, lh]), missing_left
+                best_bin = b if b < n_bins - 1 else ALL_VALUE_BINS
+                if not has_missing:
+                    best_missing_left = lc > sums[0] - lc
+    return best, best_bin, best_missing_left, best_left
+
+
 @pytest.mark.parametrize("seed", range(24))
-def test_few_samples_scan_finds_the_full_scans_split_bit_for_bit(seed):
-    """The scan of non-empty bins alone (scan_numeric's path for small nodes) against the
-    full scan, on histograms where both apply: most of 255 bins empty, some of the
-    empty ones holding a subtraction's tiny gradient residue, missing values or not,
-    the vectorised or the per-candidate rule. The same score, bin, side and sums."""
+def test_small_node_scan_matches_the_full_scan_bit_for_bit(seed):
+    """A node of fewer samples than bins (scan_numeric then scores its non-empty bins
+    alone) against the full scan, on 255 bins mostly empty, some of the empty ones
+    holding a subtraction's tiny gradient residue, with missing values or not: the same
+    score, bin, side and left sums, bit for bit."""
     rng = np.random.default_rng(seed)
     n_bins = 255
     missing_bin = n_bins
     hist = np.zeros((missing_bin + 1, 4))
-    present = rng.choice(n_bins, size=int(rng.integers(1, 40)), replace=False)
-    # At least n_bins samples in all, so that scan_numeric itself scans every bin.
-    hist[present, 0] = rng.integers(1, 20, present.size)
-    hist[present[0], 0] += n_bins
+    present = rng.choice(n_bins, size=int(rng.integers(2, 40)), replace=False)
+    hist[present, 0] = rng.integers(1, 6, present.size)
     if seed % 2:
-        hist[missing_bin, 0] = rng.integers(1, 30)
+        hist[missing_bin, 0] = rng.integers(1, 6)
     hist[:, 1] = rng.normal(size=missing_bin + 1) * hist[:, 0]
     hist[:, 2] = rng.random(missing_bin + 1) * hist[:, 0]
-    residue = rng.choice(n_bins, size=10, replace=False)
-    hist[residue, 1] += np.where(hist[residue, 0] == 0, 1e-15 * rng.normal(size=10), 0.0)
+    empty = np.flatnonzero(hist[:n_bins, 0] == 0)
+    residue = rng.choice(empty, size=10, replace=False)
+    hist[residue, 1] = 1e-15 * rng.normal(size=10)
     if seed % 3 == 0:
         hist[n_bins - 1] = 0.0  # the last bin empty: still the "values left" candidate
     sums = hist[:, :3].sum(axis=0)
-    assert sums[0] >= n_bins
-    params = gradient_params(l2=[0.0, 1.0][seed % 2], min_samples_leaf=[0.0, 3.0][seed % 2],
-                             min_child_weight=1e-3)
-    constrained = seed % 4 == 1
-    full = gradient_scan_numeric(hist_f=hist, n_bins=n_bins, missing_bin=missing_bin,
-                                 node_sums=sums, params=params, constrained=constrained)
-    few = gradient_scan_numeric(hist_f=hist, n_bins=n_bins, missing_bin=missing_bin,
-                                node_sums=sums, params=params, constrained=constrained,
-                                few_samples_path=True)
-    assert few[0] == full[0] and few[1] == full[1] and few[2] == full[2]
-    assert np.array_equal(few[3], full[3])
-    assert full[0] > -np.inf
+    assert sums[0] < n_bins
+    l2, min_samples_leaf = [(0.0, 0.0), (1.0, 2.0)][seed % 2]
+    params = gradient_params(l2=l2, min_samples_leaf=min_samples_leaf, min_child_weight=1e-3)
+    score, split_bin, missing_left, left = gradient_scan_numeric(
+        hist_f=hist, n_bins=n_bins, missing_bin=missing_bin, node_sums=sums, params=params)
+    expected = _full_scan(hist, n_bins, missing_bin, sums, l2, min_samples_leaf, 1e-3)
+    assert expected[0] > -np.inf
+    assert (score, split_bin, missing_left) == expected[:3]
+    assert np.array_equal(left, expected[3])
 
 
 def _scan(hist, n_bins, params):
