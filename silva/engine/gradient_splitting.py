@@ -189,9 +189,9 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
     feature has bins, most bins are empty: there the running sums are kept for the
     candidates alone (their bins in ``scratch[4]``), and only those are scored. The two
     divisions per score were most of a small node's scan: on AMD Zen 3, 28 features of
-    255 bins took 13.5 us instead of 19.5 in a node of 50 samples (breast cancer's
-    boosting fit spent half its time in split scans). A node with more samples scores
-    every bin: there, keeping the candidates apart cost more than the scores it saved.
+    255 bins took 13.5 us instead of 19.5 in a node of 50 samples, and a boosting fit on
+    breast cancer 0.09 s instead of 0.10. A node with more samples scores every bin:
+    there, keeping the candidates apart cost more than the scores it saved.
     Either way the running sums add every bin, empty ones included (a subtraction's
     rounding can leave a tiny residue there), so the sums, the scores and the split are
     the same, bit for bit.
@@ -205,7 +205,6 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
     best = NO_GAIN
     best_bin = -1
     best_missing_left = False
-    best_entry = -1
     n_directions = 2 if has_missing else 1
     last = n_bins_f - 1
     for direction in range(n_directions):
