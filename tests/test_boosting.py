@@ -230,14 +230,14 @@ def test_interaction_constraints():
             stack += [(tree.children_left[node], used), (tree.children_right[node], used)]
 
 
-def _outputs_with_one_and_two_threads(model, X, y, output):
+def _outputs_with_one_and_two_threads(model, X, y, output, **fit_params):
     """``output(model fitted on X, y)`` with numba on one thread, then on two."""
     previous = numba.get_num_threads()
     outputs = []
     try:
         for threads in (1, min(2, numba.config.NUMBA_NUM_THREADS)):
             numba.set_num_threads(threads)
-            outputs.append(output(clone(model).fit(X, y)))
+            outputs.append(output(clone(model).fit(X, y, **fit_params)))
     finally:
         numba.set_num_threads(previous)
     return outputs
@@ -284,6 +284,29 @@ def test_same_model_whatever_the_thread_count_on_mid_size_data():
                                        monotonic_constraints={0: 1})
     one, two = _outputs_with_one_and_two_threads(model, X, y,
                                                  lambda fitted: fitted.decision_function(X))
+    np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("case", ["two_lanes", "weighted", "constrained", "wide"])
+def test_same_regression_model_whatever_the_thread_count_on_mid_size_data(case):
+    # 5,000 rows: with two threads each split's smaller child is summed, its sibling
+    # subtracted and both scanned feature share by feature share in one parallel region
+    # (gradient_children.children_pass); with one, node after node. Unit weights take the
+    # two-channel sums, sample weights the four-channel ones; wide data (120 features)
+    # sums in feature tiles and only subtracts and scans in the region.
+    n_features = 120 if case == "wide" else 10
+    X, y = make_regression(5000, n_features, n_informative=6, noise=5.0, random_state=2)
+    X[::13, 4] = np.nan
+    fit_params = {}
+    model = GradientBoostingRegressor(n_estimators=6, max_leaf_nodes=40, random_state=0)
+    if case == "weighted":
+        fit_params["sample_weight"] = np.random.default_rng(0).uniform(0.5, 2.0, len(y))
+    if case == "constrained":
+        model.set_params(colsample_bynode=0.5, monotonic_constraints={0: 1},
+                         interaction_constraints=[[0, 1, 2, 3], [4, 5, 6, 7, 8, 9]])
+    one, two = _outputs_with_one_and_two_threads(model, X, y,
+                                                 lambda fitted: fitted.predict(X),
+                                                 **fit_params)
     np.testing.assert_array_equal(one, two)
 
 

@@ -226,8 +226,8 @@ def test_parallel_numeric_boosting_compiles_no_category_scan():
     bound = copy.py_func.__globals__
     assert copy is not gradient_grower.grow_gradient_tree
     assert bound["PAIR_SEARCH"] is True
-    for name in ("find_best_split", "scan_two_nodes"):
-        scan_feature = bound[name].py_func.__globals__["_scan_feature"]
+    for name in ("find_best_split", "children_pass"):
+        scan_feature = bound[name].py_func.__globals__["scan_feature"]
         assert scan_feature.py_func.__globals__["CATEGORICAL"] is False
     assert bound["node_histogram"] is gradient_grower.node_histogram  # the parallel one
     assert gradient_grower.compiled_gradient_grower(parallel=True, categorical=True) is \

@@ -56,7 +56,9 @@ import numpy as np
 
 from silva.engine.array_copy import copy_vector
 from silva.engine.binning import ALL_VALUE_BINS
+from silva.engine.gradient_children import children_pass, numeric_children_pass
 from silva.engine.gradient_histogram import (
+    BLOCK_ROWS,
     COUNT_CHANNEL,
     MAX_BLOCKS,
     N_CHANNELS,
@@ -81,9 +83,7 @@ from silva.engine.gradient_splitting import (
     best_scanned_split,
     find_best_split,
     leaf_output,
-    numeric_pair_scanner,
     numeric_split_finder,
-    scan_two_nodes,
 )
 from silva.engine.nodes import (
     BEST_FIRST,
@@ -123,8 +123,12 @@ GradientRules = namedtuple("GradientRules", [
     "interaction_sets"])
 
 # Bound to False in the serial copies (compiled_gradient_grower), which then compile no
-# parallel search of a split's two children (scan_two_nodes).
+# parallel region for a split's children (children_pass): each node is built with
+# node_histogram and searched with find_best_split.
 PAIR_SEARCH = True
+# Bound to False in the copies for wide data, whose histograms are summed in feature
+# tiles by node_histogram: children_pass then only subtracts and scans.
+CHILDREN_BUILDS = True
 
 #: A tree's split-search buffers (see :func:`new_search_buffers`).
 _SearchBuffers = namedtuple("_SearchBuffers", [
@@ -422,6 +426,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     n_search_candidates = np.zeros(2, dtype=np.int64)
     search_slots = np.zeros(2, dtype=np.int64)
     search_bounds = np.empty((2, 2))
+    candidate_marks = np.empty((2, n_features), dtype=np.uint8)
     unlimited_leaves = rules.max_leaf_nodes <= 0
     order = BREADTH_FIRST if rules.depthwise else BEST_FIRST
 
@@ -455,6 +460,15 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
             pending_sums[0, c] += pool[slot][0, b, c]
     pending[0].needs_histogram = True
     n_pending = 1
+    # A small child's histogram left to children_pass (see the end of the loop), and
+    # the parent's to subtract it from.
+    deferred_build = False
+    deferred_subtract = False
+    built_hist = scratch_hist
+    parent_hist = scratch_hist
+    build_start = 0
+    build_end = 0
+    children_half = 0
     # The named tuples' arrays as local names: taken out of a tuple at each node, an
     # array's reference count goes up and down (atomic operations) each time.
     n_value_bins = data.n_value_bins
@@ -477,6 +491,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     n_leaves = 1
     while True:
         # Create the pending nodes; those with a split join the frontier.
+        n_search_candidates[1] = -1  # the root has no second node
         first_new = n_nodes
         n_nodes += n_pending
         table = grow_records(table, n_nodes)
@@ -497,17 +512,20 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
                 search_bounds[p, 0] = row.lower
                 search_bounds[p, 1] = row.upper
         # (PAIR_SEARCH first in the condition: numba then prunes the branch, and the
-        # serial copies compile no scan_two_nodes.)
-        if (PAIR_SEARCH and threads > 1 and n_pending == 2 and n_search_candidates[0] >= 0
-                and n_search_candidates[1] >= 0):
-            scan_two_nodes(pool, search_slots, candidates, n_search_candidates,
-                           n_value_bins, is_categorical, monotonic, missing_bin,
-                           pending_sums, params, search_bounds, constrained, feature_score,
-                           feature_bin, feature_missing_left, feature_left, feature_bitset,
-                           np.int64(threads))
+        # serial copies compile no children_pass.)
+        if PAIR_SEARCH and threads > 1:
             searched = True
+            children_pass(built_hist, parent_hist, deferred_build, deferred_subtract,
+                          workspace.codes, work_index[children_half], workspace.stats,
+                          build_start, build_end, statistics.two_lanes, statistics, pool,
+                          search_slots, candidates, n_search_candidates, candidate_marks,
+                          n_value_bins, is_categorical, monotonic, missing_bin,
+                          pending_sums, params, search_bounds, constrained, feature_score,
+                          feature_bin, feature_missing_left, feature_left, feature_bitset,
+                          np.int64(threads))
         else:
             searched = False
+        deferred_build = False
         for p in range(n_pending):
             node = first_new + p
             row = table[node]
@@ -557,12 +575,20 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
         pool, smaller, target, subtract = schedule_children_histograms(
             pending, n_left, row.end - row.start - n_left, parent_slot, pool, free_slots)
         if target != NO_HISTOGRAM:
-            node_histogram(scratch_hist if target == SCRATCH else pool[target],
-                           pool[parent_slot] if subtract else scratch_hist, parts,
-                           workspace.codes, work_index[children_half], workspace.stats,
-                           pending[smaller].start, pending[smaller].end, n_features,
-                           np.bool_(subtract), threads, statistics.two_lanes, statistics,
-                           np.bool_(False))
+            built_hist = scratch_hist if target == SCRATCH else pool[target]
+            parent_hist = pool[parent_slot] if subtract else scratch_hist
+            build_start = pending[smaller].start
+            build_end = pending[smaller].end
+            # A node too small for row blocks is summed in the children's scan region,
+            # each thread for its features (children_pass): the same sums.
+            deferred_build = (PAIR_SEARCH and CHILDREN_BUILDS and threads > 1
+                              and build_end - build_start < 2 * BLOCK_ROWS)
+            deferred_subtract = deferred_build and subtract
+            if not deferred_build:
+                node_histogram(built_hist, parent_hist, parts, workspace.codes,
+                               work_index[children_half], workspace.stats, build_start,
+                               build_end, n_features, np.bool_(subtract), threads,
+                               statistics.two_lanes, statistics, np.bool_(False))
         n_pending = 2
         parent = node
         depth = row.depth + 1
@@ -746,6 +772,7 @@ def compiled_gradient_grower(parallel=True, categorical=True, wide=False):
     bindings = {}
     if wide:
         bindings["node_histogram"] = wide_node_histogram(parallel)
+        bindings["CHILDREN_BUILDS"] = False
     if not parallel:
         bindings["PAIR_SEARCH"] = False
         if not wide:
@@ -753,7 +780,7 @@ def compiled_gradient_grower(parallel=True, categorical=True, wide=False):
     if not categorical:
         bindings["find_best_split"] = numeric_split_finder()
         if parallel:
-            bindings["scan_two_nodes"] = numeric_pair_scanner()
+            bindings["children_pass"] = numeric_children_pass()
     suffix = (("" if parallel else "serial") + ("" if categorical else "numeric")
               + ("wide" if wide else ""))
     return specialize(grow_gradient_tree, suffix, **bindings)

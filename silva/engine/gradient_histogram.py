@@ -23,10 +23,11 @@ and the block sums are then added in block order, so results do not depend on th
 number of threads; a smaller node is one serial pass whose sums are those of
 :func:`silva.engine.histogram.build_histogram` (same samples, same order). With
 ``threads=1`` (trees grown at once in several threads) no parallel region starts: the
-same blocks run one after the other and are added in the same order. A node too small
-for row blocks but of at least ``FEATURE_PARTS_MIN_ROWS`` samples is summed by the
-threads, each over all its samples for its own share of the features: the sums of one
-serial pass.
+same blocks run one after the other and are added in the same order. The gradient
+grower sums a node too small for row blocks on several threads, each over all its
+samples for its own share of the features, in the region that also scans it
+(:func:`feature_share_histogram`, :mod:`silva.engine.gradient_children`): the sums of
+one serial pass.
 
 Wide data (:func:`is_wide`: a node's histogram larger than about the core's L2 cache, 95
 features of 255 bins on a 1 MiB L2): a pass adding each sample to every feature's
@@ -75,11 +76,12 @@ WEIGHT_CHANNEL = 3
 # 52 ms. With 16384 the many children of 8,000-32,000 samples were serial passes.
 BLOCK_ROWS = 4096
 MAX_BLOCKS = 16
-# A node too small for row blocks but of at least FEATURE_PARTS_MIN_ROWS samples is
-# summed by every thread over all its samples, each for its own share of at least
-# MIN_PART_FEATURES features (whose sums are then those of one serial pass, bit for bit).
-# Below 2 * BLOCK_ROWS rows every node took that serial pass, so a fit of 5,000-30,000
-# rows grew nearly all its nodes on one thread.
+# A fit of fewer than 2 * BLOCK_ROWS rows has parallel passes (has_parallel_passes) when
+# it has at least 2 * FEATURE_PARTS_MIN_ROWS rows and 2 * MIN_PART_FEATURES features:
+# its nodes are summed by the threads for their shares of the features
+# (gradient_children.children_pass; for wide data _sum_node_tiled, from
+# FEATURE_PARTS_MIN_ROWS rows). Summed serially, a fit of 5,000-30,000 rows grew nearly
+# all its nodes on one thread.
 FEATURE_PARTS_MIN_ROWS = 1024
 MIN_PART_FEATURES = 4
 # Bound to False in the copy serial_node_histogram() makes, which compiles no parallel
@@ -374,19 +376,6 @@ def _add_rows_of_features(hist, codes, index, stats, start, end, first_feature,
                         last_feature)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
-def _histogram_feature_parts(hist, codes, index, stats, start, end, n_features, n_parts,
-                             statistics):
-    """One pass over the node's samples per thread, each thread adding them to its own
-    share of the features: every (feature, bin) gets the samples in the same order as
-    the serial pass, so the sums are those of :func:`_histogram_rows`, bit for bit,
-    whatever the number of threads."""
-    for part in nb.prange(n_parts):
-        _histogram_rows_of_features(
-            hist, codes, index, stats, start, end, part * n_features // n_parts,
-            (part + 1) * n_features // n_parts, statistics, False)
-
-
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
                      n_blocks, statistics, fill):
@@ -524,16 +513,8 @@ def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads,
     serial = threads <= 1
     n_blocks = _n_blocks(end - start)
     if n_blocks == 1:
-        n_parts = np.int64(min(threads, n_features // MIN_PART_FEATURES))
-        if (PARALLEL and not serial and not fill and n_parts > 1
-                and end - start >= FEATURE_PARTS_MIN_ROWS):
-            # Too few samples for row blocks: the threads share out the features.
-            # (Not when filling records: two threads would write each record.)
-            _histogram_feature_parts(hist, codes, index, stats, start, end, n_features,
-                                     n_parts, statistics)
-        else:
-            _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics,
-                            fill)
+        _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics,
+                        fill)
     elif PARALLEL and not serial:
         _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features,
                           n_blocks, statistics, fill)
@@ -569,6 +550,35 @@ def _widen(hist):
         flat[N_CHANNELS * e + 3] = hessian
 
 
+# Inlined: called apart, its code was optimised once on its own and again in the
+# parallel loop that calls it (a cold first fit about 2 s longer).
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def feature_share_histogram(hist, codes, index, stats, start, end, first_feature,
+                            last_feature, two_lanes, statistics):
+    """The rows ``first_feature..last_feature - 1`` of the histogram ``hist`` (n_features,
+    n_bins, 4) of the samples ``index[start:end]``, as one serial pass sums them (see
+    :func:`node_histogram`; records already filled), the other rows left alone: for one
+    thread's share of the features (:func:`silva.engine.gradient_children.children_pass`).
+
+    With ``two_lanes`` the gradient and hessian sums go into the first half of each
+    feature's own entries, which are then widened feature by feature (not into the first
+    half of the whole histogram, as :func:`node_histogram` does, whose widening reads
+    other features' entries)."""
+    n_bins = hist.shape[1]
+    lanes = 2 if two_lanes else N_CHANNELS
+    for f in range(first_feature, last_feature):
+        entries = hist[f].reshape(-1)
+        for e in range(n_bins * lanes):
+            entries[e] = 0.0
+    # Feature f's entry for bin b is at (f * n_bins * 4 + b * lanes) in either layout.
+    target = hist.reshape((hist.shape[0], N_CHANNELS // lanes * n_bins, lanes))
+    _add_rows_of_features(target, codes, index, stats, start, end, first_feature,
+                          last_feature, statistics, False)
+    if two_lanes:
+        for f in range(first_feature, last_feature):
+            _widen(hist[f])
+
+
 @nb.njit(cache=True, error_model="numpy")
 def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_features,
                    subtract, threads, two_lanes, statistics, fill):
@@ -584,11 +594,9 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     :func:`silva.engine.histogram.build_histogram`); a larger node is split into row
     blocks, summed in parallel into ``parts`` (at least ``MAX_BLOCKS - 1`` histograms)
     and then added block after block (with ``threads=1``, the same blocks one after the
-    other, so the same sums). A node of fewer rows but at least
-    ``FEATURE_PARTS_MIN_ROWS`` is summed by ``threads`` threads, each over all the
-    node's samples for its share of the features (the sums of the serial pass).
-    ``threads``: how many threads the passes may use (numba's current number, or 1 for
-    no parallel region at all); the sums never depend on it.
+    other, so the same sums). ``threads``: how many threads the passes may use
+    (numba's current number, or 1 for no parallel region at all); the sums never depend
+    on it.
 
     ``two_lanes``: every sample's hessian channel equals its count and weight channels
     (unit sample weights, and a unit hessian, as for squared error, or Friedman's

@@ -332,9 +332,13 @@ def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, up
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
+def scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
                   params, lower, upper, constrained, feature_score, feature_bin,
                   feature_missing_left, feature_left, feature_bitset, scratch):
+    """Scan feature ``f`` of the node's histogram ``hist``: its best split's score, bin
+    and missing direction into ``feature_score[f]``, ``feature_bin[f]`` and
+    ``feature_missing_left[f]``, its left sums into ``feature_left[f]`` (and a category
+    split's bitset into ``feature_bitset[f]``)."""
     if CATEGORICAL and is_categorical[f]:
         score, missing_left = scan_categorical(hist[f], n_value_bins[f], missing_bin,
                                                node_sums, params, lower, upper, constrained,
@@ -358,18 +362,18 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
 
     ``feature_*`` are per-feature scratch arrays, ``scratch`` (SCAN_SCRATCH_ROWS, n_bins)
     the scan's.
-    Serial: a node's scan takes tens of microseconds, less than starting a parallel
-    region (measured: 31 us serial, 4 ms parallel on a loaded 2-core machine, 200k x
-    28). Returns ``(gain, feature, last_left_bin, missing_go_left)`` with ``gain = 1/2
-    (children - parent score) - min_split_gain``; ``feature = -1`` when no candidate
+    Serial: the serial growers' search (the parallel dense grower scans its nodes in
+    :func:`~silva.engine.gradient_children.children_pass`). Returns ``(gain, feature,
+    last_left_bin, missing_go_left)`` with ``gain = 1/2 (children - parent score) -
+    min_split_gain``; ``feature = -1`` when no candidate
     passes the rules. The winner's left sums and category bitset stay in
     ``feature_left[feature]`` and ``feature_bitset[feature]``.
     """
     for j in range(n_candidates):
-        _scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
-                      missing_bin, node_sums, params, lower, upper, constrained,
-                      feature_score, feature_bin, feature_missing_left, feature_left,
-                      feature_bitset, scratch)
+        scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
+                     missing_bin, node_sums, params, lower, upper, constrained,
+                     feature_score, feature_bin, feature_missing_left, feature_left,
+                     feature_bitset, scratch)
     return best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper,
                               constrained, feature_score, feature_bin, feature_missing_left)
 
@@ -394,37 +398,9 @@ def best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper
             feature_missing_left[best_feature] != 0)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
-def scan_two_nodes(pool, slots, candidates, n_candidates, n_value_bins, is_categorical,
-                   monotonic, missing_bin, node_sums, params, bounds, constrained,
-                   feature_score, feature_bin, feature_missing_left, feature_left,
-                   feature_bitset, n_parts):
-    """The candidate scans of a split's two children at once, in ``n_parts`` threads.
-
-    Node ``p`` (0 or 1) has the histogram ``pool[slots[p]]``, the channel sums
-    ``node_sums[p]``, the output ``bounds[p]`` (lower, upper) and the candidates
-    ``candidates[p, :n_candidates[p]]``, each scanned into row ``p`` of the
-    ``feature_*`` arrays exactly as :func:`find_best_split` scans it; then
-    :func:`best_scanned_split` picks each node's split as :func:`find_best_split`
-    does. A node's scan takes about 15 us (28 features of 255 bins), most of a small
-    tree's time per node: the two children's scans share one parallel region.
-    """
-    n_first = n_candidates[0]
-    n_tasks = n_first + n_candidates[1]
-    n_bins = pool.shape[2]
-    for part in nb.prange(n_parts):
-        scratch = np.empty((SCAN_SCRATCH_ROWS, n_bins))
-        for task in range(part * n_tasks // n_parts, (part + 1) * n_tasks // n_parts):
-            p = 0 if task < n_first else 1
-            _scan_feature(candidates[p, task - p * n_first], pool[slots[p]], n_value_bins,
-                          is_categorical, monotonic, missing_bin, node_sums[p], params,
-                          bounds[p, 0], bounds[p, 1], constrained, feature_score[p],
-                          feature_bin[p], feature_missing_left[p], feature_left[p],
-                          feature_bitset[p], scratch)
-
-
-def _numeric_feature_scan():
-    return specialize(_scan_feature, "numeric", CATEGORICAL=False)
+def numeric_feature_scan():
+    """:func:`scan_feature` compiled without the category scan."""
+    return specialize(scan_feature, "numeric", CATEGORICAL=False)
 
 
 def numeric_split_finder():
@@ -433,10 +409,4 @@ def numeric_split_finder():
     without reference counting: without the category scan it allocates nothing, and its
     per-feature views cost an atomic pair each otherwise (see :func:`scan_numeric`)."""
     return specialize_options(find_best_split, "numeric", {"_nrt": False},
-                              _scan_feature=_numeric_feature_scan())
-
-
-def numeric_pair_scanner():
-    """:func:`scan_two_nodes` compiled without the category scan (see
-    :func:`numeric_split_finder`)."""
-    return specialize(scan_two_nodes, "numeric", _scan_feature=_numeric_feature_scan())
+                              scan_feature=numeric_feature_scan())

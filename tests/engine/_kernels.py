@@ -9,7 +9,7 @@ these kernels themselves.
 import numpy as np
 
 import silva.decision_tree
-from silva.engine import criteria, gradient_histogram, grower, nodes
+from silva.engine import criteria, gradient_children, gradient_histogram, grower, nodes
 from silva.engine import leaf_values as leaf_updates
 from silva.engine import partition as partition_module
 from silva.engine.cart import BinnedData
@@ -178,6 +178,60 @@ def gradient_node_histogram(*, workspace, hist, parent, index, start, end, n_fea
         workspace["stats"], start, end, n_features, subtract, np.int64(threads), two_lanes,
         gradient_histogram.GradientStatistics(gradient, hessian, column, weight,
                                               use_hessian, two_lanes), fill)
+
+
+def _feature_scan_buffers(n_nodes, n_features, n_bins):
+    return (np.full((n_nodes, n_features), np.nan), np.full((n_nodes, n_features), -9),
+            np.zeros((n_nodes, n_features), dtype=np.uint8), np.zeros((n_nodes, n_features, 3)),
+            np.zeros((n_nodes, n_features, max(1, (n_bins + 63) // 64)), dtype=np.uint64))
+
+
+def gradient_children_pass(*, workspace, pool, index, start, end, two_lanes, statistics,
+                           build, subtract, node_candidates, node_sums, n_value_bins,
+                           missing_bin, params, n_parts):
+    """``children_pass`` on the two histograms ``pool`` (2, n_features, n_bins, 4): with
+    ``build``, ``pool[0]`` := the histogram of ``index[start:end]`` (records already
+    filled) and, with ``subtract``, ``pool[1] -= pool[0]``; then node ``p`` scanned on
+    ``pool[p]`` over ``node_candidates[p]`` (None: not searched). Returns, per node,
+    ``(feature_score, feature_bin, feature_missing_left, feature_left)`` over all
+    features (the unscanned ones as initialised: nan, -9, 0, 0)."""
+    gradient, hessian, column, weight, use_hessian = statistics
+    n_features, n_bins = pool.shape[1:3]
+    candidates = np.zeros((2, n_features), dtype=np.int64)
+    n_candidates = np.full(2, -1, dtype=np.int64)
+    for p, chosen in enumerate(node_candidates):
+        if chosen is not None:
+            candidates[p, :len(chosen)] = chosen
+            n_candidates[p] = len(chosen)
+    buffers = _feature_scan_buffers(2, n_features, n_bins)
+    gradient_children.children_pass(
+        pool[0], pool[1], np.bool_(build), np.bool_(subtract), workspace["codes"], index,
+        workspace["stats"], np.int64(start), np.int64(end), np.bool_(two_lanes),
+        gradient_histogram.GradientStatistics(gradient, hessian, column, weight,
+                                              use_hessian, np.bool_(two_lanes)),
+        pool, np.arange(2, dtype=np.int64), candidates, n_candidates,
+        np.empty((2, n_features), dtype=np.uint8), np.asarray(n_value_bins, dtype=np.int64),
+        np.zeros(n_features, dtype=np.uint8), np.zeros(n_features, dtype=np.int8),
+        np.int64(missing_bin), node_sums, params,
+        np.array([[-np.inf, np.inf], [-np.inf, np.inf]]), False, *buffers,
+        np.int64(n_parts))
+    return [tuple(buffer[p] for buffer in buffers[:4]) for p in range(2)]
+
+
+def gradient_feature_scans(*, hist, candidates, node_sums, n_value_bins, missing_bin,
+                           params):
+    """``find_best_split``'s scans of ``candidates`` on one node's histogram: ``(
+    feature_score, feature_bin, feature_missing_left, feature_left)`` over all features,
+    as :func:`gradient_children_pass` returns them."""
+    n_features, n_bins = hist.shape[:2]
+    buffers = _feature_scan_buffers(1, n_features, n_bins)
+    find_best_split(
+        hist, np.asarray(candidates, dtype=np.int64), len(candidates),
+        np.asarray(n_value_bins, dtype=np.int64), np.zeros(n_features, dtype=np.uint8),
+        np.zeros(n_features, dtype=np.int8), missing_bin, node_sums, params, -np.inf,
+        np.inf, False, *(buffer[0] for buffer in buffers),
+        np.empty((SCAN_SCRATCH_ROWS, n_bins)))
+    return tuple(buffer[0] for buffer in buffers[:4])
 
 
 def partition(*, column, work_index, half, start, end, missing_bin, split_bin, missing_left,

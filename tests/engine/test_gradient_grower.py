@@ -14,8 +14,11 @@ from ._kernels import (
     GRADIENT_HISTOGRAM,
     PARTITION,
     add_leaf_values,
+    gradient_children_pass,
+    gradient_feature_scans,
     gradient_leaf_table,
     gradient_node_histogram,
+    gradient_params,
     make_gradient_workspace,
     partition,
     split_block,
@@ -133,8 +136,8 @@ def _serial_pass(workspace, index, node_size, n_features, two_lanes, statistics)
     return hist
 
 
-# One block (serial pass); one block shared out by features between threads; several
-# blocks run in parallel; the same blocks serially.
+# One block (a serial pass, however many threads); several blocks run in parallel; the
+# same blocks serially.
 @pytest.mark.parametrize("n_samples,node_size,n_features,threads",
                          [(3000, 1000, 5, 2), (3000, 1500, 12, 2), (3000, 1500, 12, 3),
                           (120_000, 90_000, 5, 2), (120_000, 90_000, 5, 1)])
@@ -181,6 +184,45 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
     np.testing.assert_array_equal(
         hist, _serial_pass(workspace, work_index[0], node_size, n_features, two_lanes,
                            statistics))
+
+
+# A node summed by 1-3 threads for their shares of 12 features, with all four channels
+# or the gradient and hessian only; the smaller child of a split (its histogram built)
+# and the larger one (the parent's minus it) are scanned over all or some features.
+@pytest.mark.parametrize("n_parts", [1, 2, 3])
+@pytest.mark.parametrize("two_lanes", [False, True])
+def test_children_pass_builds_subtracts_and_scans_as_the_serial_steps(n_parts, two_lanes):
+    n_samples, n_features, node_size = 3000, 12, 700
+    workspace, bin_codes, statistics, channels = _histogram_case(
+        n_samples, n_features, seed=4, two_lanes=two_lanes)
+    workspace["stats"][:, -4:] = channels  # as the root's pass leaves them
+    index = workspace["work_index"][0]
+    parent_node = _node(n_samples, 2000, seed=5)
+    index[:2000] = parent_node
+    parent_hist = _serial_pass(workspace, index, 2000, n_features, two_lanes, statistics)
+    # The smaller child: some of the parent's samples, in order.
+    index[:node_size] = np.sort(np.random.default_rng(6).choice(parent_node, node_size,
+                                                                replace=False))
+    built = _serial_pass(workspace, index, node_size, n_features, two_lanes, statistics)
+    pool = np.stack([np.full_like(built, np.nan), parent_hist])  # every entry written
+    node_sums = np.stack([built[0].sum(axis=0), (parent_hist - built)[0].sum(axis=0)])
+    scan = dict(n_value_bins=np.full(n_features, MISSING_BIN), missing_bin=MISSING_BIN,
+                params=gradient_params(l2=1.0, min_samples_leaf=3))
+    candidates = [np.arange(n_features), np.arange(1, n_features, 3)]
+    results = gradient_children_pass(
+        workspace=workspace, pool=pool, index=index, start=0, end=node_size,
+        two_lanes=two_lanes, statistics=statistics, build=True, subtract=True,
+        node_candidates=candidates, node_sums=node_sums, n_parts=n_parts, **scan)
+    # The serial pass's sums and subtraction, bit for bit.
+    np.testing.assert_array_equal(pool[0], built)
+    np.testing.assert_array_equal(pool[1], parent_hist - built)
+    for p in range(2):
+        expected = gradient_feature_scans(hist=pool[p], candidates=candidates[p],
+                                          node_sums=node_sums[p], **scan)
+        for got, want in zip(results[p], expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert np.isfinite(results[p][0][candidates[p]]).all()
+    assert np.isnan(np.delete(results[1][0], candidates[1])).all()  # only candidates
 
 
 # Wide data's tiled pass (3 tiles, the last one short; chunks of 2,048 samples): a
