@@ -14,7 +14,9 @@ thread's time, while the second thread waited.
 :func:`children_pass` instead gives each thread a share of the features, for which it
 zeroes the histogram, adds the node's samples, subtracts it from the parent's and scans
 each child that is searched: LightGBM's order (per feature: subtract, then scan), in one
-region per split. A feature's sums are those of the serial pass (its bins get the same
+region per split. A larger node's histogram is summed over row blocks before the
+region, which still subtracts it feature share by feature share. A feature's sums are
+those of the serial pass (its bins get the same
 samples in the same order) and its scan is :func:`find_best_split`'s, so the trees are
 the same, bit for bit, whatever the number of threads.
 """
@@ -34,9 +36,10 @@ def children_pass(built, parent, build, subtract, codes, index, stats, start, en
                   bounds, constrained, feature_score, feature_bin, feature_missing_left,
                   feature_left, feature_bitset, n_parts):
     """With ``build``: the histogram ``built`` of the node whose samples are
-    ``index[start:end]`` and, with ``subtract``, ``parent -= built``, as
-    :func:`~silva.engine.gradient_histogram.node_histogram` computes them in a serial
-    pass (``two_lanes`` as there; no record filling). Then the scans of the searched
+    ``index[start:end]``, as
+    :func:`~silva.engine.gradient_histogram.node_histogram` computes it in a serial
+    pass (``two_lanes`` as there; no record filling). With ``subtract``: ``parent -=
+    built`` (built here or before, by a pass over row blocks). Then the scans of the searched
     nodes: node ``p`` (0 or 1) with ``n_candidates[p] >= 0`` has the histogram
     ``pool[slots[p]]``, the channel sums ``node_sums[p]``, the output ``bounds[p]``
     (lower, upper) and the candidates ``candidates[p, :n_candidates[p]]``, each scanned
@@ -62,8 +65,8 @@ def children_pass(built, parent, build, subtract, codes, index, stats, start, en
         if build:
             feature_share_histogram(built, codes, index, stats, start, end, first, last,
                                     two_lanes, statistics)
-            if subtract:
-                _subtract(parent[first:last], built[first:last])
+        if subtract:
+            _subtract(parent[first:last], built[first:last])
         scratch = np.empty((SCAN_SCRATCH_ROWS, n_bins))
         for f in range(first, last):
             for p in range(2):

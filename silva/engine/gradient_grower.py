@@ -461,7 +461,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     pending[0].needs_histogram = True
     n_pending = 1
     # A small child's histogram left to children_pass (see the end of the loop), and
-    # the parent's to subtract it from.
+    # the parent's to subtract it from (there too, with several threads).
     deferred_build = False
     deferred_subtract = False
     built_hist = scratch_hist
@@ -526,6 +526,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
         else:
             searched = False
         deferred_build = False
+        deferred_subtract = False
         for p in range(n_pending):
             node = first_new + p
             row = table[node]
@@ -579,15 +580,18 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
             parent_hist = pool[parent_slot] if subtract else scratch_hist
             build_start = pending[smaller].start
             build_end = pending[smaller].end
-            # A node too small for row blocks is summed in the children's scan region,
-            # each thread for its features (children_pass): the same sums.
-            deferred_build = (PAIR_SEARCH and CHILDREN_BUILDS and threads > 1
+            # With several threads, the children's scan region (children_pass) sums a
+            # node too small for row blocks, and subtracts any, each thread for its
+            # features: the same sums, the same differences.
+            in_region = PAIR_SEARCH and threads > 1
+            deferred_build = (in_region and CHILDREN_BUILDS
                               and build_end - build_start < 2 * BLOCK_ROWS)
-            deferred_subtract = deferred_build and subtract
+            deferred_subtract = in_region and subtract
             if not deferred_build:
                 node_histogram(built_hist, parent_hist, parts, workspace.codes,
                                work_index[children_half], workspace.stats, build_start,
-                               build_end, n_features, np.bool_(subtract), threads,
+                               build_end, n_features,
+                               np.bool_(subtract and not deferred_subtract), threads,
                                statistics.two_lanes, statistics, np.bool_(False))
         n_pending = 2
         parent = node

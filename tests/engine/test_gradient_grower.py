@@ -187,11 +187,14 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
 
 
 # A node summed by 1-3 threads for their shares of 12 features, with all four channels
-# or the gradient and hessian only; the smaller child of a split (its histogram built)
-# and the larger one (the parent's minus it) are scanned over all or some features.
+# or the gradient and hessian only (or summed before, as over row blocks); the smaller
+# child of a split (its histogram built) and the larger one (the parent's minus it) are
+# scanned over all or some features.
 @pytest.mark.parametrize("n_parts", [1, 2, 3])
 @pytest.mark.parametrize("two_lanes", [False, True])
-def test_children_pass_builds_subtracts_and_scans_as_the_serial_steps(n_parts, two_lanes):
+@pytest.mark.parametrize("build", [True, False])
+def test_children_pass_builds_subtracts_and_scans_as_the_serial_steps(n_parts, two_lanes,
+                                                                      build):
     n_samples, n_features, node_size = 3000, 12, 700
     workspace, bin_codes, statistics, channels = _histogram_case(
         n_samples, n_features, seed=4, two_lanes=two_lanes)
@@ -204,14 +207,15 @@ def test_children_pass_builds_subtracts_and_scans_as_the_serial_steps(n_parts, t
     index[:node_size] = np.sort(np.random.default_rng(6).choice(parent_node, node_size,
                                                                 replace=False))
     built = _serial_pass(workspace, index, node_size, n_features, two_lanes, statistics)
-    pool = np.stack([np.full_like(built, np.nan), parent_hist])  # every entry written
+    # Built in the pass: every entry must be written.
+    pool = np.stack([np.full_like(built, np.nan) if build else built, parent_hist])
     node_sums = np.stack([built[0].sum(axis=0), (parent_hist - built)[0].sum(axis=0)])
     scan = dict(n_value_bins=np.full(n_features, MISSING_BIN), missing_bin=MISSING_BIN,
                 params=gradient_params(l2=1.0, min_samples_leaf=3))
     candidates = [np.arange(n_features), np.arange(1, n_features, 3)]
     results = gradient_children_pass(
         workspace=workspace, pool=pool, index=index, start=0, end=node_size,
-        two_lanes=two_lanes, statistics=statistics, build=True, subtract=True,
+        two_lanes=two_lanes, statistics=statistics, build=build, subtract=True,
         node_candidates=candidates, node_sums=node_sums, n_parts=n_parts, **scan)
     # The serial pass's sums and subtraction, bit for bit.
     np.testing.assert_array_equal(pool[0], built)
