@@ -16,9 +16,9 @@ zeroes the histogram, adds the node's samples, subtracts it from the parent's an
 each child that is searched: LightGBM's order (per feature: subtract, then scan), in one
 region per split. A larger node's histogram is summed over row blocks before the
 region, which still subtracts it feature share by feature share. A feature's sums are
-those of the serial pass (its bins get the same
-samples in the same order) and its scan is :func:`find_best_split`'s, so the trees are
-the same, bit for bit, whatever the number of threads.
+those of the serial pass (its bins get the same samples in the same order) and its scan
+is :func:`find_best_split`'s, so the trees are the same, bit for bit, whatever the
+number of threads.
 """
 
 import numba as nb
@@ -36,11 +36,10 @@ def children_pass(built, parent, build, subtract, codes, index, stats, start, en
                   bounds, constrained, feature_score, feature_bin, feature_missing_left,
                   feature_left, feature_bitset, n_parts):
     """With ``build``: the histogram ``built`` of the node whose samples are
-    ``index[start:end]``, as
-    :func:`~silva.engine.gradient_histogram.node_histogram` computes it in a serial
-    pass (``two_lanes`` as there; no record filling). With ``subtract``: ``parent -=
-    built`` (built here or before, by a pass over row blocks). Then the scans of the searched
-    nodes: node ``p`` (0 or 1) with ``n_candidates[p] >= 0`` has the histogram
+    ``index[start:end]``, as :func:`~silva.engine.gradient_histogram.node_histogram`
+    computes it in a serial pass (``two_lanes`` as there; no record filling). With
+    ``subtract``: ``parent -= built`` (built here or before, over row blocks). Then the
+    scans of the searched nodes: node ``p`` (0 or 1) with ``n_candidates[p] >= 0`` has the histogram
     ``pool[slots[p]]``, the channel sums ``node_sums[p]``, the output ``bounds[p]``
     (lower, upper) and the candidates ``candidates[p, :n_candidates[p]]``, each scanned
     into row ``p`` of the ``feature_*`` arrays as

@@ -333,8 +333,8 @@ def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, up
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
-                  params, lower, upper, constrained, feature_score, feature_bin,
-                  feature_missing_left, feature_left, feature_bitset, scratch):
+                 params, lower, upper, constrained, feature_score, feature_bin,
+                 feature_missing_left, feature_left, feature_bitset, scratch):
     """Scan feature ``f`` of the node's histogram ``hist``: its best split's score, bin
     and missing direction into ``feature_score[f]``, ``feature_bin[f]`` and
     ``feature_missing_left[f]``, its left sums into ``feature_left[f]`` (and a category
@@ -365,9 +365,9 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
     Serial: the serial growers' search (the parallel dense grower scans its nodes in
     :func:`~silva.engine.gradient_children.children_pass`). Returns ``(gain, feature,
     last_left_bin, missing_go_left)`` with ``gain = 1/2 (children - parent score) -
-    min_split_gain``; ``feature = -1`` when no candidate
-    passes the rules. The winner's left sums and category bitset stay in
-    ``feature_left[feature]`` and ``feature_bitset[feature]``.
+    min_split_gain``; ``feature = -1`` when no candidate passes the rules. The winner's
+    left sums and category bitset stay in ``feature_left[feature]`` and
+    ``feature_bitset[feature]``.
     """
     for j in range(n_candidates):
         scan_feature(candidates[j], hist, n_value_bins, is_categorical, monotonic,
