@@ -141,6 +141,32 @@ def test_subsample_in_the_loop_grows_each_tree_on_that_iterations_rows():
     assert len(set(sizes)) > 1  # a new draw every iteration
 
 
+def test_a_loop_without_sampling_draws_nothing_and_per_node_draws_keep_their_seeds():
+    """Without row or feature sampling the loop reads no random number (every tree takes
+    one mask of all features and no seed, which no node would read); with
+    colsample_bynode each tree's seed picks its nodes' features, so the trees follow the
+    random state."""
+    X, y = _data(500)
+    weight = np.ones(len(y))
+    binner = Binner(255, np.zeros(N_FEATURES, dtype=bool)).fit(X)
+    loss = losses.make_loss("squared_error")
+    rng = np.random.RandomState(5)
+    state_before = rng.get_state()
+    record = loop.boost(X, y, weight, binner, np.zeros(N_FEATURES, dtype=bool),
+                        loss.init_raw(y, weight), loss, _config(), rng)
+    state_after = rng.get_state()
+    assert len(record.trees) == 6
+    assert np.array_equal(state_after[1], state_before[1])
+    assert state_after[2:] == state_before[2:]
+
+    def split_features(seed):
+        record, *_ = _boost(X, y, _config(colsample_bynode=0.5), seed=seed)
+        return np.concatenate([tree.feature for (tree,) in record.trees])
+
+    assert np.array_equal(split_features(1), split_features(1))
+    assert not np.array_equal(split_features(1), split_features(2))
+
+
 @pytest.mark.parametrize("boosting", ["newton", "gradient"])
 def test_max_delta_step_bounds_every_newton_leaf(boosting):
     """Leaf weights are clipped to [-max_delta_step, max_delta_step] before shrinkage,
