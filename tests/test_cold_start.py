@@ -189,10 +189,12 @@ def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
                                                   "wide": False}
     big = rng.normal(size=(9000, 4))
     assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
-    # Nodes of 1,024 rows and more share out 8 features or more between the threads.
+    # From 1,024 rows, each split's children share out 8 features or more between the
+    # threads (gradient_children.children_pass).
     assert paths(rng.normal(size=(3000, 12)))["parallel"] == (numba.get_num_threads() > 1)
+    assert paths(rng.normal(size=(1500, 12)))["parallel"] == (numba.get_num_threads() > 1)
     assert not paths(rng.normal(size=(3000, 4)))["parallel"]
-    assert not paths(rng.normal(size=(1500, 12)))["parallel"]
+    assert not paths(rng.normal(size=(1000, 12)))["parallel"]
 
 
 def test_compile_fits_boosting_on_data_that_takes_the_wide_copy(monkeypatch):

@@ -573,7 +573,7 @@ def _map_to_bins(X, is_categorical, padded_thresholds, missing_bin, out):
 # (_numeric_bins_numpy, _codes_numpy): the same edges and codes, no compile. The compiled
 # kernels are faster on large data but cost a cold first fit about five seconds to
 # compile. 2**18 values (9,362 rows of 28 features) covers the fits that boosting grows
-# with parallel passes but without row blocks (2,048-8,191 rows), whose first fit would
+# with parallel passes but without row blocks (1,024-8,191 rows), whose first fit would
 # otherwise compile both; numpy took about 5 ms more on 5,000 x 28.
 NUMPY_BINNING_MAX_VALUES = 1 << 18
 
