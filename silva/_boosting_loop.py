@@ -167,7 +167,8 @@ class IterationGrower:
     per iteration started and joined its threads a hundred times a fit.
     """
 
-    def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules):
+    def __init__(self, workspace, use_hessian, two_lanes, n_threads, data, rules,
+                 n_columns=1):
         # Compile only the paths this fit takes: no parallel pass on one thread or below
         # the smallest node that one takes (see gradient_histogram's FEATURE_PARTS_MIN_ROWS
         # and BLOCK_ROWS), no category scan without categorical features. A sparse
@@ -179,7 +180,7 @@ class IterationGrower:
             self.grow_tree = gg.grow_sparse_gradient_tree
         else:
             self.parallel = n_threads > 1 and gradient_histogram.has_parallel_passes(
-                *workspace.columns.shape)
+                *workspace.columns.shape, n_trees=n_columns)
             self.grow_tree = gg.compiled_gradient_grower(
                 parallel=self.parallel, categorical=bool(data.is_categorical.any()),
                 wide=gradient_histogram.is_wide(workspace.columns.shape[0],
@@ -505,7 +506,8 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
         gg.gradient_data(binner.n_value_bins_, is_categorical.astype(np.uint8),
                          binner.missing_bin_, binner.bin_thresholds_, n_words),
         gg.gradient_rules(params, config.max_depth, config.max_leaf_nodes, config.depthwise,
-                          n_bynode, config.monotonic, config.interaction_sets))
+                          n_bynode, config.monotonic, config.interaction_sets),
+        n_outputs)
     add_leaf_values, add_leaf_values_binned = leaf_updates(grower.parallel)
     # One range of rows per pool thread, for a gradient computed in the pool.
     bounds = np.linspace(0, n_samples, choice.threads + 1).astype(np.int64)

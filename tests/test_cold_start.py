@@ -195,6 +195,13 @@ def test_boosting_chooses_the_paths_its_data_take(monkeypatch):
     assert paths(rng.normal(size=(1500, 12)))["parallel"] == (numba.get_num_threads() > 1)
     assert not paths(rng.normal(size=(3000, 4)))["parallel"]
     assert not paths(rng.normal(size=(1000, 12)))["parallel"]
+    # Several trees an iteration grow at once in the pool, each serially: from 2,048
+    # rows.
+    X = rng.normal(size=(1500, 12))
+    classes = np.arange(1500) % 3
+    assert not _paths_chosen(
+        monkeypatch, gradient_grower, "compiled_gradient_grower",
+        lambda: silva.GradientBoostingClassifier(n_estimators=2).fit(X, classes))["parallel"]
 
 
 def test_compile_fits_boosting_on_data_that_takes_the_wide_copy(monkeypatch):

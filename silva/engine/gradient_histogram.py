@@ -77,7 +77,8 @@ WEIGHT_CHANNEL = 3
 BLOCK_ROWS = 4096
 MAX_BLOCKS = 16
 # A fit of fewer than 2 * BLOCK_ROWS rows has parallel passes (has_parallel_passes) when
-# it has at least FEATURE_PARTS_MIN_ROWS rows and 2 * MIN_PART_FEATURES features: each
+# it has at least FEATURE_PARTS_MIN_ROWS rows (one tree an iteration; twice as many for
+# several, see has_parallel_passes) and 2 * MIN_PART_FEATURES features: each
 # split's children are summed and scanned by the threads for their shares of the
 # features (gradient_children.children_pass, whatever the children's sizes; for wide
 # data _sum_node_tiled, from FEATURE_PARTS_MIN_ROWS rows). Summed serially, a fit of
@@ -310,12 +311,19 @@ def _prefetch(typingctx, array, index):
     return signature, codegen
 
 
-def has_parallel_passes(n_features, n_samples):
-    """Whether a tree on ``n_samples`` rows of ``n_features`` features can have a node
-    that :func:`node_histogram` sums in parallel (on several threads)."""
+def has_parallel_passes(n_features, n_samples, n_trees=1):
+    """Whether a fit on ``n_samples`` rows of ``n_features`` features, growing ``n_trees``
+    trees an iteration (one per class), should take the grower's copy with parallel
+    passes (see FEATURE_PARTS_MIN_ROWS above).
+
+    Several trees an iteration mostly grow at once in the pool's threads, each with
+    serial passes (``silva._boosting_loop.IterationGrower``): for them the parallel
+    copy starts from 2 * FEATURE_PARTS_MIN_ROWS rows, as before the children's region,
+    so that a small multiclass fit (digits in ``silva demo``) compiles no copy it would
+    seldom run."""
+    min_rows = FEATURE_PARTS_MIN_ROWS if n_trees == 1 else 2 * FEATURE_PARTS_MIN_ROWS
     return (n_samples >= 2 * BLOCK_ROWS
-            or (n_samples >= FEATURE_PARTS_MIN_ROWS
-                and n_features >= 2 * MIN_PART_FEATURES))
+            or (n_samples >= min_rows and n_features >= 2 * MIN_PART_FEATURES))
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
