@@ -461,13 +461,13 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     pending[0].needs_histogram = True
     n_pending = 1
     # A small child's histogram left to children_pass (see the end of the loop), and
-    # the parent's to subtract it from (there too, with several threads).
+    # the parent's to subtract it from (there too, with several threads); the child is
+    # pending[built_child], whose rows stay as they are until the next split.
     deferred_build = False
     deferred_subtract = False
     built_hist = scratch_hist
     parent_hist = scratch_hist
-    build_start = 0
-    build_end = 0
+    built_child = 0
     children_half = 0
     # The named tuples' arrays as local names: taken out of a tuple at each node, an
     # array's reference count goes up and down (atomic operations) each time.
@@ -517,7 +517,8 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
             searched = True
             children_pass(built_hist, parent_hist, deferred_build, deferred_subtract,
                           workspace.codes, work_index[children_half], workspace.stats,
-                          build_start, build_end, statistics.two_lanes, statistics, pool,
+                          pending[built_child].start, pending[built_child].end,
+                          statistics.two_lanes, statistics, pool,
                           search_slots, candidates, n_search_candidates, candidate_marks,
                           n_value_bins, is_categorical, monotonic, missing_bin,
                           pending_sums, params, search_bounds, constrained, feature_score,
@@ -578,6 +579,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
         if target != NO_HISTOGRAM:
             built_hist = scratch_hist if target == SCRATCH else pool[target]
             parent_hist = pool[parent_slot] if subtract else scratch_hist
+            built_child = smaller
             build_start = pending[smaller].start
             build_end = pending[smaller].end
             # With several threads, the children's scan region (children_pass) sums a
