@@ -89,6 +89,15 @@ MAX_BLOCKS = 16
 # 200 features 0.86-1.03 s against 1.16-1.27; the same trees.
 FEATURE_PARTS_MIN_ROWS = 1024
 MIN_PART_FEATURES = 4
+# A two-lane pass (see node_histogram) over fewer rows than this adds all four channels
+# instead. The two-lane pass saves a little on each addition but then widens every bin
+# of every feature (n_features x n_bins entries rewritten, about 1.4 ns each), which a
+# small node's few additions never pay back. Measured on AMD EPYC Zen 3, one serial
+# pass, 256 bins, random codes (us, two lanes against four): 10 features 7.3 / 4.6 at 16
+# rows, 9.7 / 6.9 at 256, 17.9 / 16.3 at 1,024, 31.9 / 33.4 at 2,048; 28 features 15.4 /
+# 6.6, 21.2 / 14.1, 42.2 / 36.5, 70.1 / 67.4, and 126.2 / 126.6 at 4,096. The sums are
+# the same bit for bit: under two lanes every count, weight and hessian term is 1.0.
+TWO_LANES_MIN_ROWS = 2048
 # Bound to False in the copy serial_node_histogram() makes, which compiles no parallel
 # region: for fits whose passes never start one (fewer than 2 * BLOCK_ROWS rows).
 PARALLEL = True
@@ -545,6 +554,13 @@ def _two_lane_view(hist):
     return hist.reshape(-1)[:hist.size // 2].reshape(hist.shape[:-1] + (2,))
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _adds_two_lanes(two_lanes, n_rows):
+    """Whether a pass over ``n_rows`` samples of a fit allowed two lanes (``two_lanes``)
+    adds only the gradient and hessian: from ``TWO_LANES_MIN_ROWS`` rows."""
+    return two_lanes and n_rows >= TWO_LANES_MIN_ROWS
+
+
 @nb.njit(cache=True, error_model="numpy")
 def _widen(hist):
     """In place: the (gradient, hessian) histogram held by :func:`_two_lane_view` of
@@ -572,12 +588,14 @@ def feature_share_histogram(hist, codes, index, stats, start, end, first_feature
     :func:`node_histogram`; records already filled), the other rows left alone: for one
     thread's share of the features (:func:`silva.engine.gradient_children.children_pass`).
 
-    With ``two_lanes`` the gradient and hessian sums go into the first half of each
-    feature's own entries, which are then widened feature by feature (not into the first
+    With ``two_lanes`` (and at least ``TWO_LANES_MIN_ROWS`` samples) the gradient and
+    hessian sums go into the first half of each feature's own entries, which are then
+    widened feature by feature (not into the first
     half of the whole histogram, as :func:`node_histogram` does, whose widening reads
     other features' entries)."""
     n_bins = hist.shape[1]
-    lanes = 2 if two_lanes else N_CHANNELS
+    by_two_lanes = _adds_two_lanes(two_lanes, end - start)
+    lanes = 2 if by_two_lanes else N_CHANNELS
     for f in range(first_feature, last_feature):
         entries = hist[f].reshape(-1)
         for e in range(n_bins * lanes):
@@ -586,7 +604,7 @@ def feature_share_histogram(hist, codes, index, stats, start, end, first_feature
     target = hist.reshape((hist.shape[0], N_CHANNELS // lanes * n_bins, lanes))
     _add_rows_of_features(target, codes, index, stats, start, end, first_feature,
                           last_feature, statistics, False)
-    if two_lanes:
+    if by_two_lanes:
         for f in range(first_feature, last_feature):
             _widen(hist[f])
 
@@ -616,7 +634,8 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     vector operations into half as much memory (measured: a quarter less time per
     addition), and then copies the hessian sums into the count and weight channels: the
     same sums, bit for bit. With other weights the count differs from the hessian sum,
-    and the pass must add all four channels.
+    and the pass must add all four channels. A node of fewer than ``TWO_LANES_MIN_ROWS``
+    samples adds all four anyway: its widening would cost more than its additions save.
 
     ``fill``: the pass first writes each sample's channels into its record, from
     ``statistics`` (a :class:`GradientStatistics`), as it reads the record anyway: the
@@ -624,7 +643,7 @@ def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_featu
     fill took 2.7 ms per 800,000 samples (a read and a write-back of every record's
     cache line); in the root's pass, about 1.2 ms more than the pass alone.
     """
-    if two_lanes:
+    if _adds_two_lanes(two_lanes, end - start):
         _sum_node(_two_lane_view(hist), _two_lane_view(parts), codes, index, stats, start,
                   end, n_features, threads, statistics, fill)
         _widen(hist)

@@ -8,6 +8,7 @@ from sklearn.datasets import make_regression
 
 from silva.boosting import GradientBoostingRegressor
 from silva.engine import losses
+from silva.engine.gradient_histogram import TWO_LANES_MIN_ROWS
 
 from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
@@ -186,23 +187,46 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
                            statistics))
 
 
+# A fit allowed two lanes sums a node of fewer than TWO_LANES_MIN_ROWS samples with all
+# four channels (no widening), a larger one with two: either way the sums of a pass
+# that adds all four, bit for bit, in one block or several.
+@pytest.mark.parametrize("node_size", [40, TWO_LANES_MIN_ROWS - 1, TWO_LANES_MIN_ROWS,
+                                       9000])
+def test_a_two_lane_fit_sums_every_node_as_the_four_channel_pass(node_size):
+    n_samples, n_features = 10_000, 7
+    workspace, _, statistics, channels = _histogram_case(n_samples, n_features, seed=8,
+                                                         two_lanes=True)
+    workspace["stats"][:, -4:] = channels  # as the root's pass leaves them
+    index = workspace["work_index"][0]
+    index[:node_size] = _node(n_samples, node_size, seed=9)
+    two_lane_sums = _serial_pass(workspace, index, node_size, n_features, True, statistics)
+    four_channel_sums = _serial_pass(workspace, index, node_size, n_features, False,
+                                     statistics)
+    np.testing.assert_array_equal(two_lane_sums, four_channel_sums)
+    assert four_channel_sums[:, :, 0].sum() == n_features * node_size
+
+
 # A node summed by 1-3 threads for their shares of 12 features, with all four channels
 # or the gradient and hessian only (or summed before, as over row blocks); the smaller
 # child of a split (its histogram built) and the larger one (the parent's minus it) are
-# scanned over all or some features.
+# scanned over all or some features. A two-lane fit's child of 700 samples is summed
+# with four channels, one of 2,500 with two (TWO_LANES_MIN_ROWS).
 @pytest.mark.parametrize("n_parts", [1, 2, 3])
 @pytest.mark.parametrize("two_lanes", [False, True])
 @pytest.mark.parametrize("build", [True, False])
+@pytest.mark.parametrize("parent_size,node_size", [(2000, 700), (5000, 2500)])
 def test_children_pass_builds_subtracts_and_scans_as_the_serial_steps(n_parts, two_lanes,
-                                                                      build):
-    n_samples, n_features, node_size = 3000, 12, 700
+                                                                      build, parent_size,
+                                                                      node_size):
+    n_samples, n_features = 6000, 12
     workspace, bin_codes, statistics, channels = _histogram_case(
         n_samples, n_features, seed=4, two_lanes=two_lanes)
     workspace["stats"][:, -4:] = channels  # as the root's pass leaves them
     index = workspace["work_index"][0]
-    parent_node = _node(n_samples, 2000, seed=5)
-    index[:2000] = parent_node
-    parent_hist = _serial_pass(workspace, index, 2000, n_features, two_lanes, statistics)
+    parent_node = _node(n_samples, parent_size, seed=5)
+    index[:parent_size] = parent_node
+    parent_hist = _serial_pass(workspace, index, parent_size, n_features, two_lanes,
+                               statistics)
     # The smaller child: some of the parent's samples, in order.
     index[:node_size] = np.sort(np.random.default_rng(6).choice(parent_node, node_size,
                                                                 replace=False))
