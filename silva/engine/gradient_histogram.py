@@ -590,9 +590,8 @@ def feature_share_histogram(hist, codes, index, stats, start, end, first_feature
 
     With ``two_lanes`` (and at least ``TWO_LANES_MIN_ROWS`` samples) the gradient and
     hessian sums go into the first half of each feature's own entries, which are then
-    widened feature by feature (not into the first
-    half of the whole histogram, as :func:`node_histogram` does, whose widening reads
-    other features' entries)."""
+    widened feature by feature (not into the first half of the whole histogram, as
+    :func:`node_histogram` does, whose widening reads other features' entries)."""
     n_bins = hist.shape[1]
     by_two_lanes = _adds_two_lanes(two_lanes, end - start)
     lanes = 2 if by_two_lanes else N_CHANNELS

@@ -8,7 +8,6 @@ from sklearn.datasets import make_regression
 
 from silva.boosting import GradientBoostingRegressor
 from silva.engine import losses
-from silva.engine.gradient_histogram import TWO_LANES_MIN_ROWS
 
 from ._fitted import check_nodes_hold_their_samples, small_data
 from ._kernels import (
@@ -190,8 +189,8 @@ def test_node_histogram_and_subtraction(n_samples, node_size, n_features, thread
 # A fit allowed two lanes sums a node of fewer than TWO_LANES_MIN_ROWS samples with all
 # four channels (no widening), a larger one with two: either way the sums of a pass
 # that adds all four, bit for bit, in one block or several.
-@pytest.mark.parametrize("node_size", [40, TWO_LANES_MIN_ROWS - 1, TWO_LANES_MIN_ROWS,
-                                       9000])
+@pytest.mark.parametrize("node_size", [40, GRADIENT_HISTOGRAM.TWO_LANES_MIN_ROWS - 1,
+                                       GRADIENT_HISTOGRAM.TWO_LANES_MIN_ROWS, 9000])
 def test_a_two_lane_fit_sums_every_node_as_the_four_channel_pass(node_size):
     n_samples, n_features = 10_000, 7
     workspace, _, statistics, channels = _histogram_case(n_samples, n_features, seed=8,
