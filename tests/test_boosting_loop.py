@@ -253,6 +253,56 @@ def test_thread_choice_ignores_the_warm_up_iteration():
     assert ways == [True, True, False, False, False, False]
 
 
+def test_thread_choice_keeps_a_fit_serial_after_a_fast_serial_trial():
+    """A fit asked to try one serial iteration first stays on one thread when that
+    iteration took less than the bound, and otherwise runs the parallel protocol
+    (warm-up, timed parallel, serial probe) from its second iteration."""
+    ways = {}
+    for trial_seconds in (0.5, 2.0):  # under, then over the bound of 1.0
+        choice = loop.ThreadChoice(probe_every=25)
+        choice.threads = 2
+        choice.try_serial_first(1.0)
+        ways[trial_seconds] = []
+        for iteration in range(6):
+            parallel = choice.parallel()
+            ways[trial_seconds].append(parallel)
+            choice.record(parallel, trial_seconds if iteration == 0 else
+                          (1.0 if parallel else 3.0))
+    assert ways[0.5] == [False] * 6
+    assert ways[2.0] == [False, True, True, False, True, True]
+
+
+def test_a_multiclass_fit_after_a_fast_serial_trial_starts_no_pool(monkeypatch):
+    # A fit whose class trees have no parallel passes (wine: 178 rows) tries its
+    # first iteration serially; under the bound it never starts the pool of threads,
+    # over it the pool grows the trees. The bound is set to either side here, so
+    # that the check does not depend on this machine's speed.
+    import numba
+    from sklearn.datasets import load_wine
+
+    from silva.boosting import GradientBoostingClassifier
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("needs two numba threads for the pool")
+    started = []
+    map_trees = loop.IterationGrower.map
+
+    def recorded_map(self, function, items):
+        started.append(True)
+        return map_trees(self, function, items)
+
+    monkeypatch.setattr(loop.IterationGrower, "map", recorded_map)
+    X, y = load_wine(return_X_y=True)
+    probabilities = []
+    for bound, pooled in ((1e9, False), (0.0, True)):
+        monkeypatch.setattr(loop, "POOLED_TREE_MIN_SECONDS", bound)
+        started.clear()
+        model = GradientBoostingClassifier(n_estimators=20, random_state=0).fit(X, y)
+        assert bool(started) == pooled
+        probabilities.append(model.predict_proba(X))
+    np.testing.assert_array_equal(probabilities[0], probabilities[1])
+
+
 def test_newton_value_soft_thresholds_regularises_and_clips():
     params = np.zeros(N_PARAMS)
     params[L1], params[L2] = 1.0, 2.0
