@@ -318,6 +318,40 @@ def test_weighted_median():
                                   [2.0, 5.0])
 
 
+@pytest.mark.parametrize("case", ["plain", "missing", "categorical", "median leaves"])
+def test_r2_reads_its_trees_packed_as_each_learner_predicts(case):
+    # predict reads the silva learners' leaf values from one packing of their trees;
+    # the weighted median of each learner's own predict must be the same bits, with
+    # missing values, categorical splits and absolute-error leaves too. The packing is
+    # kept outside the model (sklearn's check_dict_unchanged covers that) and packed
+    # again after a refit.
+    import pickle
+
+    X, y = load_diabetes(return_X_y=True)
+    rng = np.random.default_rng(0)
+    base = None
+    if case == "missing":
+        X = np.where(rng.random(X.shape) < 0.1, np.nan, X)
+    elif case == "categorical":
+        X = X.copy()
+        X[:, 1] = rng.integers(0, 5, X.shape[0])
+        base = DecisionTreeRegressor(max_depth=3, categorical_features=[1])
+    elif case == "median leaves":
+        base = DecisionTreeRegressor(max_depth=4, criterion="absolute_error")
+    model = AdaBoostRegressor(base, n_estimators=30, random_state=0).fit(X, y)
+    one_by_one = np.column_stack([learner.predict(X) for learner in model.estimators_])
+    expected = AdaBoostRegressor._weighted_median(one_by_one, model.estimator_weights_)
+    np.testing.assert_array_equal(model.predict(X), expected)
+    np.testing.assert_array_equal(list(model.staged_predict(X))[-1], expected)
+    restored = pickle.loads(pickle.dumps(model))
+    np.testing.assert_array_equal(restored.predict(X), expected)
+    refitted = model.fit(X[::2], y[::2])
+    one_by_one = np.column_stack([learner.predict(X) for learner in refitted.estimators_])
+    np.testing.assert_array_equal(
+        refitted.predict(X),
+        AdaBoostRegressor._weighted_median(one_by_one, refitted.estimator_weights_))
+
+
 def test_r2_perfect_learner():
     X = np.arange(20, dtype=float)[:, None]
     y = (X[:, 0] > 9).astype(float) * 3.0  # one split fits exactly
