@@ -73,8 +73,8 @@ REGRESSION_LOSSES = ("linear", "square", "exponential")
 # contributes a large but finite log-probability.
 PROBABILITY_FLOOR = np.finfo(np.float64).eps
 _SEED_HIGH = np.iinfo(np.int32).max
-# Each fitted AdaBoostRegressor's learners packed for prediction, while the model lives:
-# (its estimators_ list, their PackedTrees); see AdaBoostRegressor._packed_learners.
+# Each fitted AdaBoost model's learners packed for prediction, while the model lives:
+# (its estimators_ list, their PackedTrees or None); see _BaseAdaBoost._packed_learners.
 _PACKED_LEARNERS = weakref.WeakKeyDictionary()
 WEIGHT_GRID_BITS = 40
 
@@ -261,6 +261,27 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         if silva_tree and isinstance(X, np.ndarray):
             return learner.tree_.predict(X)[:, 0, :]
         return None
+
+    def _packed_learners(self, X):
+        """The learners' trees packed in one :class:`PackedTrees`, when each learner is a
+        silva tree whose leaf values are its predictions (:meth:`_reads_leaf_values`)
+        and X a dense array; else None. Their leaf values are then read in one compiled
+        pass, as the fit reads them (:meth:`_training_leaf_values`), where a predict
+        call per learner, each validating X again, took 20-35 us a learner (2.3 ms for
+        one row of a 100-round diabetes model).
+
+        Packed once per ``estimators_`` list and kept outside the model
+        (``_PACKED_LEARNERS``): predict leaves the model's state as it was, and a saved
+        model holds no second copy of its trees."""
+        if not isinstance(X, np.ndarray):
+            return None
+        cached = _PACKED_LEARNERS.get(self)
+        if cached is None or cached[0] is not self.estimators_:
+            packable = all(self._reads_leaf_values(e) for e in self.estimators_)
+            cached = (self.estimators_, PackedTrees([e.tree_ for e in self.estimators_])
+                      if packable else None)
+            _PACKED_LEARNERS[self] = cached
+        return cached[1]
 
     def _learner_takes_weight(self):
         """Whether the base learner's ``fit`` takes ``sample_weight``; asked once a fit,
@@ -493,16 +514,31 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
         return (self.n_classes_ - 1) * (log_proba - log_proba.mean(axis=1, keepdims=True))
 
     # --------------------------------------------------------------- predict
+    def _reads_leaf_values(self, learner):
+        """Whether ``learner.predict_proba`` is its tree's leaf values, one column per
+        class of the ensemble (in order), and ``learner.predict`` their first largest:
+        a silva classification tree that saw every class."""
+        return (isinstance(learner, DecisionTreeClassifier) and learner.n_outputs_ == 1
+                and np.array_equal(learner.classes_, np.arange(self.n_classes_)))
+
     def _round_scores(self, X):
         """Yield each learner's (n_samples, K) contribution to the class scores."""
         n_samples = X.shape[0]
         rows = np.arange(n_samples)
-        for learner, beta in zip(self.estimators_, self.estimator_weights_, strict=True):
+        packed = self._packed_learners(X)
+        # (n_samples, n_learners, K): each learner's predict_proba, read at once.
+        leaf_values = None if packed is None else packed.tree_values(X)
+        for t, (learner, beta) in enumerate(zip(self.estimators_, self.estimator_weights_,
+                                                strict=True)):
             if self._algorithm == "real":
-                yield beta * self._symmetric_log_proba(self._learner_proba(learner, X))
+                proba = (self._learner_proba(learner, X) if leaf_values is None
+                         else np.maximum(leaf_values[:, t, :], PROBABILITY_FLOOR))
+                yield beta * self._symmetric_log_proba(proba)
             else:
+                codes = (self._learner_codes(learner, X) if leaf_values is None
+                         else np.argmax(leaf_values[:, t, :], axis=1))
                 votes = np.zeros((n_samples, self.n_classes_))
-                votes[rows, self._learner_codes(learner, X)] = beta
+                votes[rows, codes] = beta
                 yield votes
 
     def _staged_scores(self, X):
@@ -726,6 +762,11 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
         return self
 
     @staticmethod
+    def _reads_leaf_values(learner):
+        """Whether ``learner.predict`` is its tree's leaf value: silva's trees."""
+        return isinstance(learner, BaseDecisionTree)
+
+    @staticmethod
     def _weighted_median(predictions, weights):
         """Row-wise weighted median of (n_samples, n_learners) predictions."""
         order = np.argsort(predictions, axis=1, kind="stable")
@@ -742,25 +783,6 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
             return packed.tree_values(X)[:, :, 0]
         return np.column_stack([np.asarray(e.predict(X), dtype=np.float64).ravel()
                                 for e in self.estimators_])
-
-    def _packed_learners(self, X):
-        """The learners' trees packed in one :class:`PackedTrees`, when every learner is a
-        silva tree and X a dense array (else None): their leaf values are then read in
-        one compiled pass, as the fit reads them (:meth:`_training_leaf_values`), where
-        a ``predict`` call per learner, each validating X again, took about 20 us a
-        learner (2 ms for one row of diabetes' 91 rounds).
-
-        Packed once per ``estimators_`` list and kept outside the model
-        (``_PACKED_LEARNERS``): predict leaves the model's state as it was, and a saved
-        model holds no second copy of its trees."""
-        if not isinstance(X, np.ndarray) or not all(
-                isinstance(e, BaseDecisionTree) for e in self.estimators_):
-            return None
-        cached = _PACKED_LEARNERS.get(self)
-        if cached is None or cached[0] is not self.estimators_:
-            cached = (self.estimators_, PackedTrees([e.tree_ for e in self.estimators_]))
-            _PACKED_LEARNERS[self] = cached
-        return cached[1]
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Weighted median of the learners' predictions.

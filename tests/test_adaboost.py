@@ -352,6 +352,35 @@ def test_r2_reads_its_trees_packed_as_each_learner_predicts(case):
         AdaBoostRegressor._weighted_median(one_by_one, refitted.estimator_weights_))
 
 
+@pytest.mark.parametrize(("algorithm", "n_classes"),
+                         [("discrete", 2), ("samme", 2), ("samme", 3), ("real", 2), ("real", 3)])
+def test_classifier_reads_its_trees_packed_as_each_learner_predicts(algorithm, n_classes):
+    # The class scores from one packing of the learners' trees must be the same bits
+    # as from each learner's predict / predict_proba (with missing values); learners
+    # that did not see every class (resampling) keep the one-by-one path.
+    X, y = make_classification(n_samples=300, n_features=6, n_informative=4,
+                               n_classes=n_classes, random_state=0)
+    X = np.where(np.random.default_rng(1).random(X.shape) < 0.05, np.nan, X)
+    model = AdaBoostClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=25,
+                               algorithm=algorithm, random_state=0).fit(X, y)
+    packed = model._packed_learners(X)
+    assert packed is not None and packed.n_trees == len(model.estimators_)
+    with_packing = (model.decision_function(X), model.predict_proba(X),
+                    [s.copy() for s in model.staged_decision_function(X)])
+    model._packed_learners = lambda X: None  # the one-by-one path, on this instance
+    one_by_one = (model.decision_function(X), model.predict_proba(X),
+                  list(model.staged_decision_function(X)))
+    np.testing.assert_array_equal(with_packing[0], one_by_one[0])
+    np.testing.assert_array_equal(with_packing[1], one_by_one[1])
+    for a, b in zip(with_packing[2], one_by_one[2], strict=True):
+        np.testing.assert_array_equal(a, b)
+    # A learner that saw fewer classes than the ensemble is not packed.
+    learner = model.estimators_[0]
+    assert model._reads_leaf_values(learner)
+    partial = DecisionTreeClassifier(max_depth=2).fit(X[y != 0], y[y != 0])
+    assert not model._reads_leaf_values(partial)
+
+
 def test_r2_perfect_learner():
     X = np.arange(20, dtype=float)[:, None]
     y = (X[:, 0] > 9).astype(float) * 3.0  # one split fits exactly
