@@ -272,7 +272,8 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
 
         Packed once per ``estimators_`` list and kept outside the model
         (``_PACKED_LEARNERS``): predict leaves the model's state as it was, and a saved
-        model holds no second copy of its trees."""
+        model holds no second copy of its trees. A fit assigns a new list; a list
+        changed in place after a predict is not noticed."""
         if not isinstance(X, np.ndarray):
             return None
         cached = _PACKED_LEARNERS.get(self)
@@ -282,6 +283,11 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
                       if packable else None)
             _PACKED_LEARNERS[self] = cached
         return cached[1]
+
+    def _reads_leaf_values(self, learner):
+        """Whether ``learner``'s predictions are its tree's leaf values, so that
+        :meth:`_packed_learners` may read them; each estimator says for which learners."""
+        raise NotImplementedError
 
     def _learner_takes_weight(self):
         """Whether the base learner's ``fit`` takes ``sample_weight``; asked once a fit,
