@@ -45,7 +45,6 @@ handled explicitly (never an infinite or NaN weight):
 """
 
 import copy
-import weakref
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
@@ -62,7 +61,6 @@ from silva._mixins import (
 )
 from silva._progress import progress
 from silva.decision_tree import BaseDecisionTree, DecisionTreeClassifier, DecisionTreeRegressor
-from silva.engine.ensemble import PackedTrees
 from silva.persistence import PersistenceMixin
 
 __all__ = ["AdaBoostClassifier", "AdaBoostRegressor"]
@@ -73,9 +71,6 @@ REGRESSION_LOSSES = ("linear", "square", "exponential")
 # contributes a large but finite log-probability.
 PROBABILITY_FLOOR = np.finfo(np.float64).eps
 _SEED_HIGH = np.iinfo(np.int32).max
-# Each fitted AdaBoost model's learners packed for prediction, while the model lives:
-# (its estimators_ list, their PackedTrees or None); see _BaseAdaBoost._packed_learners.
-_PACKED_LEARNERS = weakref.WeakKeyDictionary()
 WEIGHT_GRID_BITS = 40
 
 
@@ -262,31 +257,23 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
             return learner.tree_.predict(X)[:, 0, :]
         return None
 
-    def _packed_learners(self, X):
-        """The learners' trees packed in one :class:`PackedTrees`, when each learner is a
-        silva tree whose leaf values are its predictions (:meth:`_reads_leaf_values`)
-        and X a dense array; else None. Their leaf values are then read in one compiled
-        pass, as the fit reads them (:meth:`_training_leaf_values`), where a predict
-        call per learner, each validating X again, took 20-35 us a learner (2.3 ms for
-        one row of a 100-round diabetes model).
+    def _leaf_values(self, learner, X):
+        """``learner``'s predictions on the validated X read from its tree's leaves,
+        ``(n_samples, n_values)``, when :meth:`_reads_leaf_values` allows it and X is a
+        dense array; else None (the caller asks ``learner`` itself).
 
-        Packed once per ``estimators_`` list and kept outside the model
-        (``_PACKED_LEARNERS``): predict leaves the model's state as it was, and a saved
-        model holds no second copy of its trees. A fit assigns a new list; a list
-        changed in place after a predict is not noticed."""
-        if not isinstance(X, np.ndarray):
-            return None
-        cached = _PACKED_LEARNERS.get(self)
-        if cached is None or cached[0] is not self.estimators_:
-            packable = all(self._reads_leaf_values(e) for e in self.estimators_)
-            cached = (self.estimators_, PackedTrees([e.tree_ for e in self.estimators_])
-                      if packable else None)
-            _PACKED_LEARNERS[self] = cached
-        return cached[1]
+        As the fit does (:meth:`_training_leaf_values`): a learner's own predict
+        validated X again, 20-35 us a learner (2.3 ms for one row of a 100-round
+        diabetes model). Reading the learners one by one, rather than packing their
+        trees for one compiled pass, compiles nothing new: the tree's kernels served the
+        fit (packing took a cold first predict 3.1-3.4 s of compiling)."""
+        if isinstance(X, np.ndarray) and self._reads_leaf_values(learner):
+            return learner.tree_.predict(X)[:, 0, :]
+        return None
 
     def _reads_leaf_values(self, learner):
         """Whether ``learner``'s predictions are its tree's leaf values, so that
-        :meth:`_packed_learners` may read them; each estimator says for which learners."""
+        :meth:`_leaf_values` may read them; each estimator says for which learners."""
         raise NotImplementedError
 
     def _learner_takes_weight(self):
@@ -523,26 +510,24 @@ class AdaBoostClassifier(PredictLogProbaMixin, ClassifierMixin, _BaseAdaBoost):
     def _reads_leaf_values(self, learner):
         """Whether ``learner.predict_proba`` is its tree's leaf values, one column per
         class of the ensemble (in order), and ``learner.predict`` their first largest:
-        a silva classification tree that saw every class."""
+        a silva classification tree that saw every class (its ``classes_`` are sorted
+        codes of the ensemble's classes, so as many as the ensemble's are all of them)."""
         return (isinstance(learner, DecisionTreeClassifier) and learner.n_outputs_ == 1
-                and np.array_equal(learner.classes_, np.arange(self.n_classes_)))
+                and learner.classes_.shape[0] == self.n_classes_)
 
     def _round_scores(self, X):
         """Yield each learner's (n_samples, K) contribution to the class scores."""
         n_samples = X.shape[0]
         rows = np.arange(n_samples)
-        packed = self._packed_learners(X)
-        # (n_samples, n_learners, K): each learner's predict_proba, read at once.
-        leaf_values = None if packed is None else packed.tree_values(X)
-        for t, (learner, beta) in enumerate(zip(self.estimators_, self.estimator_weights_,
-                                                strict=True)):
+        for learner, beta in zip(self.estimators_, self.estimator_weights_, strict=True):
+            leaf_values = self._leaf_values(learner, X)  # its predict_proba, or None
             if self._algorithm == "real":
                 proba = (self._learner_proba(learner, X) if leaf_values is None
-                         else np.maximum(leaf_values[:, t, :], PROBABILITY_FLOOR))
+                         else np.maximum(leaf_values, PROBABILITY_FLOOR))
                 yield beta * self._symmetric_log_proba(proba)
             else:
                 codes = (self._learner_codes(learner, X) if leaf_values is None
-                         else np.argmax(leaf_values[:, t, :], axis=1))
+                         else np.argmax(leaf_values, axis=1))
                 votes = np.zeros((n_samples, self.n_classes_))
                 votes[rows, codes] = beta
                 yield votes
@@ -784,11 +769,12 @@ class AdaBoostRegressor(RegressorMixin, _BaseAdaBoost):
 
     def _predictions(self, X):
         """(n_samples, n_learners) predictions of the learners on a validated X."""
-        packed = self._packed_learners(X)
-        if packed is not None:
-            return packed.tree_values(X)[:, :, 0]
-        return np.column_stack([np.asarray(e.predict(X), dtype=np.float64).ravel()
-                                for e in self.estimators_])
+        columns = []
+        for learner in self.estimators_:
+            leaf_values = self._leaf_values(learner, X)
+            columns.append(np.asarray(learner.predict(X), dtype=np.float64).ravel()
+                           if leaf_values is None else leaf_values[:, 0])
+        return np.column_stack(columns)
 
     def predict(self, X, pred_contrib=False, pred_interactions=False):
         """Weighted median of the learners' predictions.

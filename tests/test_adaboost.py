@@ -319,12 +319,11 @@ def test_weighted_median():
 
 
 @pytest.mark.parametrize("case", ["plain", "missing", "categorical", "median leaves"])
-def test_r2_reads_its_trees_packed_as_each_learner_predicts(case):
-    # predict reads the silva learners' leaf values from one packing of their trees;
-    # the weighted median of each learner's own predict must be the same bits, with
-    # missing values, categorical splits and absolute-error leaves too. The packing is
-    # kept outside the model (sklearn's check_dict_unchanged covers that) and packed
-    # again after a refit.
+def test_r2_reads_its_learners_leaves_as_each_learner_predicts(case):
+    # predict reads the silva learners' leaf values from their trees, without each
+    # learner's own predict (which validates X again); the weighted median of each
+    # learner's predict must be the same bits, with missing values, categorical
+    # splits and absolute-error leaves too, after pickling and after a refit.
     import pickle
 
     X, y = load_diabetes(return_X_y=True)
@@ -339,6 +338,7 @@ def test_r2_reads_its_trees_packed_as_each_learner_predicts(case):
     elif case == "median leaves":
         base = DecisionTreeRegressor(max_depth=4, criterion="absolute_error")
     model = AdaBoostRegressor(base, n_estimators=30, random_state=0).fit(X, y)
+    assert all(model._leaf_values(learner, X) is not None for learner in model.estimators_)
     one_by_one = np.column_stack([learner.predict(X) for learner in model.estimators_])
     expected = AdaBoostRegressor._weighted_median(one_by_one, model.estimator_weights_)
     np.testing.assert_array_equal(model.predict(X), expected)
@@ -354,29 +354,27 @@ def test_r2_reads_its_trees_packed_as_each_learner_predicts(case):
 
 @pytest.mark.parametrize(("algorithm", "n_classes"),
                          [("discrete", 2), ("samme", 2), ("samme", 3), ("real", 2), ("real", 3)])
-def test_classifier_reads_its_trees_packed_as_each_learner_predicts(algorithm, n_classes):
-    # The class scores from one packing of the learners' trees must be the same bits
-    # as from each learner's predict / predict_proba (with missing values); learners
-    # that did not see every class (resampling) keep the one-by-one path.
+def test_classifier_reads_its_learners_leaves_as_each_learner_predicts(algorithm, n_classes):
+    # The class scores from the learners' leaf values must be the same bits as from
+    # each learner's predict / predict_proba (with missing values); learners that did
+    # not see every class (resampling) keep their own predict.
     X, y = make_classification(n_samples=300, n_features=6, n_informative=4,
                                n_classes=n_classes, random_state=0)
     X = np.where(np.random.default_rng(1).random(X.shape) < 0.05, np.nan, X)
     model = AdaBoostClassifier(DecisionTreeClassifier(max_depth=2), n_estimators=25,
                                algorithm=algorithm, random_state=0).fit(X, y)
-    packed = model._packed_learners(X)
-    assert packed is not None and packed.n_trees == len(model.estimators_)
-    with_packing = (model.decision_function(X), model.predict_proba(X),
-                    [s.copy() for s in model.staged_decision_function(X)])
-    model._packed_learners = lambda X: None  # the one-by-one path, on this instance
+    assert all(model._leaf_values(learner, X) is not None for learner in model.estimators_)
+    from_leaves = (model.decision_function(X), model.predict_proba(X),
+                   [s.copy() for s in model.staged_decision_function(X)])
+    model._leaf_values = lambda learner, X: None  # the learners' own predict
     one_by_one = (model.decision_function(X), model.predict_proba(X),
                   list(model.staged_decision_function(X)))
-    np.testing.assert_array_equal(with_packing[0], one_by_one[0])
-    np.testing.assert_array_equal(with_packing[1], one_by_one[1])
-    for a, b in zip(with_packing[2], one_by_one[2], strict=True):
+    np.testing.assert_array_equal(from_leaves[0], one_by_one[0])
+    np.testing.assert_array_equal(from_leaves[1], one_by_one[1])
+    for a, b in zip(from_leaves[2], one_by_one[2], strict=True):
         np.testing.assert_array_equal(a, b)
-    # A learner that saw fewer classes than the ensemble is not packed.
-    learner = model.estimators_[0]
-    assert model._reads_leaf_values(learner)
+    # A learner that saw fewer classes than the ensemble is asked itself.
+    assert model._reads_leaf_values(model.estimators_[0])
     partial = DecisionTreeClassifier(max_depth=2).fit(X[y != 0], y[y != 0])
     assert not model._reads_leaf_values(partial)
 
