@@ -267,9 +267,7 @@ class _BaseAdaBoost(ExplainMixin, BaseEstimatorNanMixin, PersistenceMixin, Param
         diabetes model). Reading the learners one by one, rather than packing their
         trees for one compiled pass, compiles nothing new: the tree's kernels served the
         fit (packing took a cold first predict 3.1-3.4 s of compiling)."""
-        if isinstance(X, np.ndarray) and self._reads_leaf_values(learner):
-            return learner.tree_.predict(X)[:, 0, :]
-        return None
+        return self._training_leaf_values(learner, X, self._reads_leaf_values(learner))
 
     def _reads_leaf_values(self, learner):
         """Whether ``learner``'s predictions are its tree's leaf values, so that
