@@ -85,7 +85,8 @@ def test_each_criterion_binds_its_own_scans():
         # impurity kernel alone.
         own_impurity = criteria.IMPURITY_OF_CRITERION[code]
         assert fill_node.py_func.__globals__["impurity"] is own_impurity
-        assert bound["improvement"].py_func.__globals__["impurity"] is own_impurity
+        winner_improvement = bound["_winner"].py_func.__globals__["improvement"]
+        assert winner_improvement.py_func.__globals__["impurity"] is own_impurity
         assert grow.targetoptions["nogil"]
     # The template keeps its own globals: specialising never rebinds the module's.
     assert splitting.scan_numeric is None and splitting.ORDER_STATISTICS is False
@@ -151,8 +152,9 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
         return _paths_chosen(monkeypatch, cart, "compiled_grower",
                              lambda: silva.DecisionTreeClassifier(**params).fit(X, X[:, 0] > 0))
 
+    # 200 rows: no node reaches the histograms' size, so every node searches its rows.
     assert paths(X) == {"parallel": False, "categorical": False, "extras": False,
-                        "random": False}
+                        "random": False, "rows_only": True}
     assert paths(X_categorical, categorical_features=[2])["categorical"]
     assert paths(X, max_leaf_nodes=5)["extras"]
     # A constrained fit takes the monotone copy; an all-zero constraint does not.
@@ -162,6 +164,10 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
     # Extra trees' random splits: a lean copy of their own, without the other extras.
     random_paths = paths(X, splitter="random")
     assert random_paths["random"] and not random_paths["extras"]
+    assert random_paths["rows_only"]
+    # From 256 rows a single tree's large nodes hold histograms: not the rows-only copy,
+    # whose split search and grower compile no histogram code.
+    assert not paths(rng.normal(size=(300, 3)), splitter="random")["rows_only"]
     # The root reaches parallel_min_work: the parallel paths, unless on one thread.
     big = rng.normal(size=(8000, 28))
     assert paths(big)["parallel"] == (numba.get_num_threads() > 1)
@@ -169,6 +175,15 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
     forest = _paths_chosen(monkeypatch, cart, "compiled_grower", lambda: silva.
                            RandomForestClassifier(n_estimators=4, n_jobs=2).fit(big, big[:, 0] > 0))
     assert not forest["parallel"]
+    # Extra trees never build histograms: rows only, unless wide data gathers the drawn
+    # features' codes per node.
+    extra = _paths_chosen(monkeypatch, cart, "compiled_grower", lambda: silva.
+                          ExtraTreesClassifier(n_estimators=4, n_jobs=2).fit(big, big[:, 0] > 0))
+    assert extra["random"] and extra["rows_only"]
+    wide = rng.normal(size=(300, 1000))
+    extra = _paths_chosen(monkeypatch, cart, "compiled_grower", lambda: silva.
+                          ExtraTreesClassifier(n_estimators=4).fit(wide, wide[:, 0] > 0))
+    assert not extra["rows_only"]
 
 
 def test_boosting_chooses_the_paths_its_data_take(monkeypatch):

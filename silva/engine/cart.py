@@ -209,6 +209,7 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     # The sparse grower keeps no dense histogram and gathers every code it reads.
     histogram_min_samples = (sample_indices.shape[0] + 1 if sparse
                              else rules.histogram_min_samples)
+    gather_codes = sparse or gathers_codes(data.n_features, rules.max_features)
     compiled_rules = cart_rules(
         # A multi-output tree has one class count per output; the grower reads the
         # largest (category orderings).
@@ -216,8 +217,7 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
         rules.min_samples_split, rules.min_samples_leaf, task.min_weight_leaf,
         rules.max_leaf_nodes, rules.min_impurity_decrease, rules.max_features,
         rules.use_random, histogram_min_samples, parallel_min_work,
-        rules.min_significance,
-        sparse or gathers_codes(data.n_features, rules.max_features))
+        rules.min_significance, gather_codes)
     samples = CartSamples(task.stats, task.y, task.weight, sample_indices, task.seed)
     # Compile only the paths this fit takes (see compiled_grower): no parallel region
     # when even the root is below the threshold, or with one thread.
@@ -231,9 +231,12 @@ def grow_cart_tree(data, rules, task, parallel_min_work=None):
     paths = {"monotone": True} if monotone else {}
     if sparse:
         paths["sparse"] = True
+    # Every node searched from its rows: no histogram (the root is below their size) and
+    # every feature's codes kept in node order.
+    rows_only = histogram_min_samples > sample_indices.shape[0] and not gather_codes
     grower = compiled_grower(rules.criterion, parallel=parallel,
                              categorical=bool(data.is_categorical.any()), extras=extras,
-                             random=bool(rules.use_random),
+                             random=bool(rules.use_random), rows_only=rows_only,
                              **paths)
     # The grower releases the GIL, so that threads grow trees at once.
     table, values, bitsets = run_grower(grower, data.compiled(task.sample_indices),

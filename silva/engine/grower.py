@@ -556,6 +556,35 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
     return pool
 
 
+# The histogram steps of the copies whose nodes never hold a histogram: the sparse
+# grower's, and extra trees' that search every node from its rows (see
+# compiled_grower). Bound in place of the dense histogram kernels, which those copies
+# then do not compile.
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _no_histogram_pool(n_slots, n_features, n_bins, n_channels):
+    """An empty histogram pool."""
+    return np.empty((n_slots, 0, n_bins, n_channels))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _no_slot(pool, free_slots):
+    """Never called (the root is below the histograms' size): no slot."""
+    return pool, np.int64(-1)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _no_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
+    """Never called: every node is below the copy's histogram size."""
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _no_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
+                            scratch_hist, bin_codes, ordered_stats, sample_indices,
+                            histogram_min_samples, parallel_min_work):
+    """Never called (no node has a histogram slot); returns the pool."""
+    return pool
+
+
 @nb.njit(cache=True, error_model="numpy", nogil=True)
 def grow_tree(data, rules, samples, buffers, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
@@ -770,7 +799,7 @@ def _called_from_grower(finder):
 
 @functools.cache  # asked once per tree: a forest's trees all take the same copy
 def compiled_grower(criterion, parallel=True, categorical=True, extras=True, monotone=False,
-                    sparse=False, random=True):
+                    sparse=False, random=True, rows_only=False):
     """:func:`grow_tree` compiled for one criterion code alone, and for the paths a fit
     takes.
 
@@ -802,12 +831,23 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     a :class:`~silva.engine.cart_sparse.SparseColumns`): serial, without histograms,
     reading codes from the features' stored entries; copies of their own (``_sparse``),
     which a dense fit never compiles.
+
+    ``rows_only=True`` says that no node of the fit holds a histogram and that every
+    sample's codes are kept in node order (no ``gather_codes``): with random splits, every
+    node is then searched by the fused search of its rows
+    (:func:`~silva.engine.splitting.search_random_node`), as in a default extra-trees
+    forest. Its lean copy (``_random_rows``) compiles neither the histogram kernels nor
+    the per-feature search (about 4-5 s of that forest's cold first fit); other random
+    fits (a single random-split tree, which builds histograms, or wide data, which
+    gathers codes) take the lean ``_random`` copy, which has both. The trees are the
+    same either way.
     """
     if sparse:
         parallel = False
     lean = not (parallel or categorical or extras)
     categorical = extras = not lean
     random = random or not lean
+    rows_only = rows_only and lean and random and criterion != ABSOLUTE_ERROR
     suffix = kernel_suffix(criterion)
     order_statistics = criterion == ABSOLUTE_ERROR
     if criterion >= MULTI_GINI:
@@ -822,7 +862,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
                              extras=extras)
     if lean and random:
-        variant += "_random"
+        variant += "_random_rows" if rows_only else "_random"
     if sparse:
         variant += "_sparse"
     if monotone:
@@ -830,7 +870,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     node_bindings = {"_fill_node": fill_node,
                      "find_node_split": _called_from_grower(split_finder(
                          criterion, parallel, categorical, random=random,
-                         monotone=monotone, sparse=sparse))}
+                         monotone=monotone, sparse=sparse, rows_only=rows_only))}
     if not extras:
         node_bindings["_accept_split"] = specialize(_accept_split, "plain",
                                                     SIGNIFICANCE=False)
@@ -867,16 +907,16 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
             _open_node, serial_variant, nrt_free,
             **dict(node_bindings, find_node_split=_called_from_grower(split_finder(
                 criterion, False, categorical, random=random, monotone=monotone))))
+    if sparse or rows_only:
+        bindings.update(aligned_histograms=_no_histogram_pool, take_slot=_no_slot,
+                        build_histogram=_no_histogram,
+                        _children_histograms=_no_children_histograms)
     if sparse:
-        bindings.update(
-            _order_root_samples=cart_sparse.order_root_samples_sparse,
-            aligned_histograms=cart_sparse.no_histogram_pool,
-            build_histogram=cart_sparse.no_histogram,
-            _children_histograms=cart_sparse.no_children_histograms)
+        bindings["_order_root_samples"] = cart_sparse.order_root_samples_sparse
     if monotone:
         bindings["MONOTONE"] = True
         bindings["ORDER_STATISTICS"] = order_statistics
-    if not parallel and not sparse:
+    if not parallel and not sparse and not rows_only:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build
         bindings["_children_histograms"] = specialize(

@@ -362,6 +362,10 @@ STAT_CHANNELS = 0
 # Bound to True by split_finder() for the dense copies with random splits (extra
 # trees), the only ones that compile search_random_node.
 RANDOM_FROM_ROWS = False
+# Bound to True by split_finder(rows_only=True): every node searched by
+# search_random_node (no histogram, every feature's codes in node order); the
+# per-feature search is not compiled.
+ROWS_ONLY = False
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -1200,6 +1204,16 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
 
     n_visited = 0
     n_non_constant = 0
+    if ROWS_ONLY:
+        # The copy for fits whose every node takes the fused search below: returns
+        # before the per-feature search, which is then pruned, not compiled.
+        best_gain, best_feature, best_bin, best_missing_left = search_random_node(
+            criterion, feature_order, max_features, use_random, rng_state, ordered_codes,
+            ordered_stats, start, end, is_categorical, missing_bin, lower, upper,
+            node_sums, min_samples_leaf, min_weight_leaf, n_classes, monotonic_cst,
+            min_value, max_value, scratch, out_bitset)
+        return _winner(criterion, best_gain, best_feature, best_bin, best_missing_left,
+                       node_sums, node_left, right, parent_impurity, root_weight)
     if (RANDOM_FROM_ROWS and use_random and not use_histogram
             and node_codes.shape[1] >= bin_codes.shape[0]):
         # Extra trees from the node's rows, every feature's codes at hand: all features
@@ -1311,10 +1325,21 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                     best_bin, best_missing_left)
             n_non_constant += batch_non_constant
         n_visited += batch
-    if best_feature < 0 or ORDER_STATISTICS:
+    if ORDER_STATISTICS:
         return best_gain, best_feature, best_bin, best_missing_left
-    # Candidates were ranked by the proxy; report the winner's true improvement.
-    for c in range(n_channels):
+    return _winner(criterion, best_gain, best_feature, best_bin, best_missing_left,
+                   node_sums, node_left, right, parent_impurity, root_weight)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def _winner(criterion, best_gain, best_feature, best_bin, best_missing_left, node_sums,
+            node_left, right, parent_impurity, root_weight):
+    """:func:`find_node_split`'s result: candidates were ranked by the proxy, so the
+    winner (whose left sums are ``node_left``) is reported with its true improvement;
+    ``right`` is scratch for its right sums."""
+    if best_feature < 0:
+        return best_gain, best_feature, best_bin, best_missing_left
+    for c in range(node_sums.shape[0]):
         right[c] = node_sums[c] - node_left[c]
     gain, _, _ = improvement(criterion, node_sums, node_left, right, parent_impurity,
                              root_weight)
@@ -1322,7 +1347,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
 
 
 def split_finder(criterion, parallel=True, categorical=True, random=True, monotone=False,
-                 sparse=False):
+                 sparse=False, rows_only=False):
     """:func:`find_node_split` compiled for one criterion code alone.
 
     The copy calls that criterion's scans (and, for absolute_error, the order-statistics
@@ -1338,16 +1363,20 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
     ``sparse=True`` is the copy of :mod:`silva.engine.cart_sparse`'s grower: it reads a
     node's codes from the features' stored entries (its ``bin_codes`` argument a
     :class:`~silva.engine.cart_sparse.SparseColumns`), serially, without histograms.
+    ``rows_only=True`` (serial, dense, random, not absolute_error) is the copy for fits
+    whose nodes hold no histogram and keep every feature's codes in node order: every
+    node takes :func:`search_random_node`, and the per-feature search is not compiled.
     """
     suffix = kernel_suffix(criterion)
     numeric_scan, categorical_scan = _scans_of(_PROXY_OF_CRITERION[criterion])
     if criterion >= MULTI_GINI:
         # Multi-output: the winner's improvement is the mean over the outputs.
-        bindings = {"improvement": multi_output_improvement}
+        winner_improvement = multi_output_improvement
     else:
         # The winner's improvement with this criterion's impurity kernel alone.
-        bindings = {"improvement": specialize(improvement, suffix,
-                                              impurity=IMPURITY_OF_CRITERION[criterion])}
+        winner_improvement = specialize(improvement, suffix,
+                                        impurity=IMPURITY_OF_CRITERION[criterion])
+    bindings = {"_winner": specialize(_winner, suffix, improvement=winner_improvement)}
     if monotone:
         numeric_scan = specialize(numeric_scan, "monotone", MONOTONE=True)
         if criterion == ABSOLUTE_ERROR:
@@ -1402,6 +1431,12 @@ def split_finder(criterion, parallel=True, categorical=True, random=True, monoto
             _evaluate_dense_parallel, feature_suffix, evaluate_feature=feature)
     variant = variant_suffix(suffix, parallel=parallel, categorical=categorical,
                              random=random)
+    if rows_only:
+        if parallel or sparse or not random or criterion == ABSOLUTE_ERROR:
+            raise ValueError("rows_only is for the serial dense copies with random splits "
+                             "that search from rows (not absolute_error)")
+        bindings["ROWS_ONLY"] = True
+        variant += "_rows"
     if parallel or sparse or criterion == ABSOLUTE_ERROR:
         return specialize(find_node_split, variant, **bindings)
     # The serial dense search allocates nothing (the parallel search's per-batch arrays,

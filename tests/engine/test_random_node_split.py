@@ -141,6 +141,52 @@ def test_fused_search_finds_the_per_feature_split(criterion, case):
             assert np.array_equal(left, expected)
 
 
+@pytest.mark.parametrize("criterion", [criteria.GINI, criteria.ENTROPY,
+                                       criteria.SQUARED_ERROR, criteria.POISSON])
+@pytest.mark.parametrize("case", [case for case in CASES if not case[3]])
+def test_rows_only_search_finds_the_fused_split(criterion, case):
+    """The copy compiled without the per-feature search (``rows_only``, numeric features:
+    the lean grower's) returns the fused search's split, left sums and draws."""
+    n_rows, n_features, missing_rate, categorical, constant, max_features = case
+    fused = splitting.split_finder(criterion, parallel=False, categorical=False,
+                                   random=True)
+    rows_only = splitting.split_finder(criterion, parallel=False, categorical=False,
+                                       random=True, rows_only=True)
+    assert rows_only.py_func.__name__.endswith("_rows")
+    node = _node(n_rows * 7 + n_features, n_rows, n_features, criterion, missing_rate,
+                 categorical, constant)
+    if criterion == criteria.POISSON:
+        # Poisson's channels need positive targets.
+        weight = np.random.default_rng(n_rows).uniform(0.5, 2.0, size=n_rows)
+        y = np.abs(np.random.default_rng(n_features).normal(size=n_rows)) * 3 + 0.1
+        node = (node[0], criteria.build_statistics(criterion, y, weight, 1)) + node[2:]
+    n_splits = 0
+    for seed in range(6):
+        for start, end in ((0, n_rows), (n_rows // 3, n_rows - n_rows // 4)):
+            if end - start < 2:
+                continue
+            got = _search(rows_only, criterion, node, start, end, max_features, seed)
+            want = _search(fused, criterion, node, start, end, max_features, seed)
+            assert got[0] == want[0]
+            assert got[2] == want[2]
+            n_splits += got[0][1] >= 0
+            if got[0][1] >= 0:
+                assert np.array_equal(got[1], want[1])
+    assert n_splits > 0
+
+
+@pytest.mark.parametrize("arguments", [dict(parallel=True), dict(random=False),
+                                       dict(sparse=True)])
+def test_rows_only_search_is_refused_where_nodes_are_not_searched_from_rows(arguments):
+    options = dict(parallel=False, categorical=False, random=True, rows_only=True)
+    options.update(arguments)
+    with pytest.raises(ValueError, match="rows_only"):
+        splitting.split_finder(criteria.GINI, **options)
+    with pytest.raises(ValueError, match="rows_only"):
+        splitting.split_finder(criteria.ABSOLUTE_ERROR, parallel=False, categorical=False,
+                               random=True, rows_only=True)
+
+
 @pytest.mark.parametrize("n_rows, width", [(0, 32), (1, 32), (2, 32), (3, 32), (100, 32),
                                            (129, 8), (77, 16), (50, 24), (31, 64),
                                            (45, 128), (9, 40)])
