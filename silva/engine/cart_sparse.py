@@ -375,3 +375,22 @@ def order_root_samples_sparse(data, samples, buffers, root_sums):
         for c in range(stats.shape[1]):
             ordered_stats[i, c] = stats[s, c]
             root_sums[c] += stats[s, c]
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def no_histogram_pool(n_slots, n_features, n_bins, n_channels):
+    """The sparse grower's histogram pool: empty (it builds no dense histogram)."""
+    return np.empty((n_slots, 0, n_bins, n_channels))
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def no_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
+    """Never called: the sparse grower's nodes are all below its histogram size."""
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def no_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
+                           scratch_hist, bin_codes, ordered_stats, sample_indices,
+                           histogram_min_samples, parallel_min_work):
+    """Never called (no node has a histogram slot); returns the pool."""
+    return pool

@@ -556,35 +556,6 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
     return pool
 
 
-# The histogram steps of the copies whose nodes never hold a histogram: the sparse
-# grower's, and extra trees' that search every node from its rows (see
-# compiled_grower). Bound in place of the dense histogram kernels, which those copies
-# then do not compile.
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _no_histogram_pool(n_slots, n_features, n_bins, n_channels):
-    """An empty histogram pool."""
-    return np.empty((n_slots, 0, n_bins, n_channels))
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _no_slot(pool, free_slots):
-    """Never called (the root is below the histograms' size): no slot."""
-    return pool, np.int64(-1)
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _no_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
-    """Never called: every node is below the copy's histogram size."""
-
-
-@nb.njit(cache=True, error_model="numpy", inline="always")
-def _no_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
-                            scratch_hist, bin_codes, ordered_stats, sample_indices,
-                            histogram_min_samples, parallel_min_work):
-    """Never called (no node has a histogram slot); returns the pool."""
-    return pool
-
-
 @nb.njit(cache=True, error_model="numpy", nogil=True)
 def grow_tree(data, rules, samples, buffers, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
@@ -836,11 +807,14 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     sample's codes are kept in node order (no ``gather_codes``): with random splits, every
     node is then searched by the fused search of its rows
     (:func:`~silva.engine.splitting.search_random_node`), as in a default extra-trees
-    forest. Its lean copy (``_random_rows``) compiles neither the histogram kernels nor
-    the per-feature search (about 4-5 s of that forest's cold first fit); other random
-    fits (a single random-split tree, which builds histograms, or wide data, which
-    gathers codes) take the lean ``_random`` copy, which has both. The trees are the
-    same either way.
+    forest. Its lean copy (``_random_rows``) searches with a split finder compiled
+    without the per-feature search (about 5-7 s of that forest's cold first fit on a slow
+    core); other random fits (a single random-split tree, which builds histograms, or
+    wide data, which gathers codes) take the lean ``_random`` copy, which has it. The
+    trees are the same either way. The copy keeps the grower's own histogram steps,
+    which it never runs: bound to the sparse grower's no-op steps, they saved a little
+    more compile but made warm fits about a fifth slower (grow_tree's own time went
+    from 8% to 21% of an extra-trees fit, in copies of the node steps' arguments).
     """
     if sparse:
         parallel = False
@@ -907,16 +881,16 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
             _open_node, serial_variant, nrt_free,
             **dict(node_bindings, find_node_split=_called_from_grower(split_finder(
                 criterion, False, categorical, random=random, monotone=monotone))))
-    if sparse or rows_only:
-        bindings.update(aligned_histograms=_no_histogram_pool, take_slot=_no_slot,
-                        build_histogram=_no_histogram,
-                        _children_histograms=_no_children_histograms)
     if sparse:
-        bindings["_order_root_samples"] = cart_sparse.order_root_samples_sparse
+        bindings.update(
+            _order_root_samples=cart_sparse.order_root_samples_sparse,
+            aligned_histograms=cart_sparse.no_histogram_pool,
+            build_histogram=cart_sparse.no_histogram,
+            _children_histograms=cart_sparse.no_children_histograms)
     if monotone:
         bindings["MONOTONE"] = True
         bindings["ORDER_STATISTICS"] = order_statistics
-    if not parallel and not sparse and not rows_only:
+    if not parallel and not sparse:
         build, subtract = serial_kernels()
         bindings["build_histogram"] = build
         bindings["_children_histograms"] = specialize(
