@@ -808,7 +808,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     node is then searched by the fused search of its rows
     (:func:`~silva.engine.splitting.search_random_node`), as in a default extra-trees
     forest. Its lean copy (``_random_rows``) searches with a split finder compiled
-    without the per-feature search (about 5-7 s of that forest's cold first fit on a slow
+    without the per-feature search (4-7 s of that forest's cold first fit on a slow
     core); other random fits (a single random-split tree, which builds histograms, or
     wide data, which gathers codes) take the lean ``_random`` copy, which has it. The
     trees are the same either way. The copy keeps the grower's own histogram steps,
