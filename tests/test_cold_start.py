@@ -166,7 +166,7 @@ def test_fits_choose_the_paths_their_data_take(monkeypatch):
     assert random_paths["random"] and not random_paths["extras"]
     assert random_paths["rows_only"]
     # From 256 rows a single tree's large nodes hold histograms: not the rows-only copy,
-    # whose split search and grower compile no histogram code.
+    # whose split search compiles no per-feature (histogram) search.
     assert not paths(rng.normal(size=(300, 3)), splitter="random")["rows_only"]
     # The root reaches parallel_min_work: the parallel paths, unless on one thread.
     big = rng.normal(size=(8000, 28))

@@ -1204,18 +1204,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
 
     n_visited = 0
     n_non_constant = 0
-    if ROWS_ONLY:
-        # The copy for fits whose every node takes the fused search below: returns
-        # before the per-feature search, which is then pruned, not compiled.
-        best_gain, best_feature, best_bin, best_missing_left = search_random_node(
-            criterion, feature_order, max_features, use_random, rng_state, ordered_codes,
-            ordered_stats, start, end, is_categorical, missing_bin, lower, upper,
-            node_sums, min_samples_leaf, min_weight_leaf, n_classes, monotonic_cst,
-            min_value, max_value, scratch, out_bitset)
-        return _winner(criterion, best_gain, best_feature, best_bin, best_missing_left,
-                       node_sums, node_left, right, parent_impurity, root_weight)
-    if (RANDOM_FROM_ROWS and use_random and not use_histogram
-            and node_codes.shape[1] >= bin_codes.shape[0]):
+    if ROWS_ONLY or (RANDOM_FROM_ROWS and use_random and not use_histogram
+                     and node_codes.shape[1] >= bin_codes.shape[0]):
         # Extra trees from the node's rows, every feature's codes at hand: all features
         # in one fused search (the same split, see search_random_node).
         best_gain, best_feature, best_bin, best_missing_left = search_random_node(
@@ -1224,6 +1214,11 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
             node_sums, min_samples_leaf, min_weight_leaf, n_classes, monotonic_cst,
             min_value, max_value, scratch, out_bitset)
         n_visited = n_features
+        if ROWS_ONLY:
+            # The copy for fits whose every node takes the fused search: it returns here,
+            # and the per-feature search below is pruned, not compiled.
+            return _winner(criterion, best_gain, best_feature, best_bin, best_missing_left,
+                           node_sums, node_left, right, parent_impurity, root_weight)
     while n_visited < n_features and n_non_constant < max_features:
         # Visit the next batch: as many features as are still owed.
         batch = min(max_features - n_non_constant, n_features - n_visited)
