@@ -792,3 +792,92 @@ def test_export_to_onnx_and_treelite(data_dir, capsys, tmp_path):
     code, out, err = run_cli(["export", c45_path, "--to", "onnx"], capsys)
     assert code == 1 and err.startswith("silva export: error: C45Classifier cannot be "
                                         "exported") and err.count("\n") == 1
+
+
+def _demo_entries_of_three_variants():
+    """Four entries, three compiled variants: two gini trees share one."""
+    return [cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", demo._clf()),
+            cli.DemoEntry("breast_cancer", "DecisionTreeClassifier", demo._clf(max_depth=2)),
+            cli.DemoEntry("breast_cancer", "DecisionTreeClassifier",
+                          demo._clf(criterion="entropy")),
+            cli.DemoEntry("diabetes", "DecisionTreeRegressor", demo._reg())]
+
+
+@pytest.mark.parametrize("first_warm_up_compiles", [True, False])
+def test_demo_compiles_the_other_variants_in_workers_only_when_cold(
+        first_warm_up_compiles, monkeypatch, capsys):
+    monkeypatch.setattr(demo.os, "cpu_count", lambda: 2)
+    warmed, sent = [], []
+    real_warm_up = demo._warm_up
+
+    def warm_up(factory, data):
+        warmed.append((factory().get_params().get("criterion"), data.name))
+        return real_warm_up(factory, data)
+
+    def counting(function):
+        function()
+        return 3 if first_warm_up_compiles else 0
+
+    monkeypatch.setattr(demo, "_warm_up", warm_up)
+    monkeypatch.setattr(demo, "_counting_silva_compiles", counting)
+    monkeypatch.setattr(demo, "_compile_in_workers",
+                        lambda entries, datasets: sent.extend(entries))
+    entries = _demo_entries_of_three_variants()
+    results = cli.run_demo(entries, out=io.StringIO())
+    assert len(results) == 4
+    # One warm-up per variant, the first one before any worker starts.
+    assert warmed == [("gini", "breast_cancer"), ("entropy", "breast_cancer"),
+                      ("squared_error", "diabetes")]
+    if first_warm_up_compiles:
+        assert sent == [entries[2], entries[3]]
+        assert "compiling the kernels of 2 more models in 2 processes" in \
+            capsys.readouterr().err
+    else:
+        assert sent == []
+        assert capsys.readouterr().err == ""
+
+
+def test_demo_without_warm_up_or_a_second_cpu_starts_no_workers(monkeypatch):
+    def fail(*args):
+        raise AssertionError("no worker should start")
+
+    monkeypatch.setattr(demo, "_compile_in_workers", fail)
+    monkeypatch.setattr(demo, "_counting_silva_compiles", lambda function: 1)
+    entries = _demo_entries_of_three_variants()
+    assert len(cli.run_demo(entries, warm_up=False, out=io.StringIO())) == 4
+    monkeypatch.setattr(demo.os, "cpu_count", lambda: 1)
+    assert len(cli.run_demo(entries, out=io.StringIO())) == 4
+
+
+def test_counting_silva_compiles_counts_only_silva_kernels_that_compile():
+    import numba
+
+    def probe(x):
+        return x + 1
+
+    def outsider(x):
+        return x + 2
+
+    probe.__module__ = "silva.test_probe"  # a kernel of silva's, as numba sees it
+    silva_kernel, other_kernel = numba.njit(probe), numba.njit(outsider)
+    assert demo._counting_silva_compiles(lambda: silva_kernel(1)) == 1
+    # Compiled now: a second call compiles nothing.
+    assert demo._counting_silva_compiles(lambda: silva_kernel(2)) == 0
+    assert demo._counting_silva_compiles(lambda: other_kernel(1)) == 0
+
+
+def test_compile_in_workers_fits_each_entry_on_the_warm_up_slice(monkeypatch):
+    jobs_seen = []
+    monkeypatch.setattr("silva._warmup.fit_in_workers",
+                        lambda jobs, n_jobs=None: jobs_seen.extend(jobs))
+    entries = _demo_entries_of_three_variants()[2:]
+    datasets = {name: cli.load_dataset(name) for name in ("breast_cancer", "diabetes")}
+    demo._compile_in_workers(entries, datasets)
+    assert len(jobs_seen) == 2 and all(len(job) == 1 for job in jobs_seen)
+    for (estimator, X, y), entry in zip((job[0] for job in jobs_seen), entries, strict=True):
+        assert type(estimator) is type(entry.factory())
+        assert estimator.get_params() == entry.factory().get_params()
+        data = datasets[entry.dataset]
+        assert X.shape == (demo.WARM_UP_ROWS, data.X_train.shape[1])
+        assert (X == data.X_train[:demo.WARM_UP_ROWS]).all()
+        assert (y == data.y_train[:demo.WARM_UP_ROWS]).all()
