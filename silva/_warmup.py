@@ -18,6 +18,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
+import numba as nb
 import numpy as np
 
 # Estimator name -> the parameter sets compiled for it. Each criterion, loss and
@@ -62,6 +63,36 @@ def _wide_features():
     while not gradient_histogram.is_wide(n_features, bins):
         n_features += 1
     return n_features + 4
+
+
+@nb.njit(cache=True)
+def _cache_marker():
+    """A kernel of no use but its cache entry: :func:`compile` and every cold ``silva
+    demo`` compile it (a tenth of a second), so that a process that finds it cached
+    knows this machine has run them for this silva (see :func:`cache_seems_cold`)."""
+    return 1
+
+
+def count_silva_compiles(function):
+    """Call ``function()``; return how many of silva's kernels numba compiled meanwhile
+    (0 when every kernel it reached came from numba's on-disk cache, whose loads raise
+    no compile event)."""
+    from numba.core import event
+
+    with event.install_recorder("numba:compile") as recorder:
+        function()
+    return sum(1 for _, compile_event in recorder.buffer
+               if compile_event.is_start
+               and compile_event.data["dispatcher"].py_func.__module__.startswith("silva."))
+
+
+def cache_seems_cold():
+    """Whether numba's on-disk cache seems to hold none of silva's kernels: a new
+    machine, or a new silva or numba. Reads that from :func:`_cache_marker`, compiled
+    now if it was not cached (which marks the cache for next time). A cache warmed
+    otherwise (a user's own first fits) reads cold once; one emptied in part reads
+    warm."""
+    return count_silva_compiles(_cache_marker) > 0
 
 
 def _sizes(name):
@@ -173,4 +204,6 @@ def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the buil
         if verbose:
             print(f"{names[index]}: {seconds:.1f} s", flush=True)
 
-    return dict(zip(names, fit_in_workers(jobs, n_jobs, report), strict=True))
+    seconds = fit_in_workers(jobs, n_jobs, report)
+    _cache_marker()  # the cache now holds silva's kernels (see cache_seems_cold)
+    return dict(zip(names, seconds, strict=True))

@@ -803,54 +803,74 @@ def _demo_entries_of_three_variants():
             cli.DemoEntry("diabetes", "DecisionTreeRegressor", demo._reg())]
 
 
-@pytest.mark.parametrize("first_warm_up_compiles", [True, False])
-def test_demo_compiles_the_other_variants_in_workers_only_when_cold(
-        first_warm_up_compiles, monkeypatch, capsys):
+@pytest.mark.parametrize("marker_cold, first_warm_up_compiles, sent_entries", [
+    (True, False, [0, 2, 3]),  # a cold cache by its marker: every variant to the workers
+    (False, True, [2, 3]),  # the marker found, but the first warm-up compiled
+    (False, False, []),  # warm
+])
+def test_demo_compiles_in_workers_only_when_the_cache_is_cold(
+        marker_cold, first_warm_up_compiles, sent_entries, monkeypatch, capsys):
+    import silva._warmup
+
     monkeypatch.setattr(demo.os, "cpu_count", lambda: 2)
-    warmed, sent = [], []
+    events, sent = [], []
     real_warm_up = demo._warm_up
 
     def warm_up(factory, data):
-        warmed.append((factory().get_params().get("criterion"), data.name))
+        events.append(("warm-up", factory().get_params().get("criterion"), data.name))
         return real_warm_up(factory, data)
 
     def counting(function):
         function()
         return 3 if first_warm_up_compiles else 0
 
+    def compile_in_workers(entries, datasets):
+        events.append("workers")
+        sent.extend(entries)
+
     monkeypatch.setattr(demo, "_warm_up", warm_up)
-    monkeypatch.setattr(demo, "_counting_silva_compiles", counting)
-    monkeypatch.setattr(demo, "_compile_in_workers",
-                        lambda entries, datasets: sent.extend(entries))
+    monkeypatch.setattr(silva._warmup, "cache_seems_cold", lambda: marker_cold)
+    monkeypatch.setattr(silva._warmup, "count_silva_compiles", counting)
+    monkeypatch.setattr(demo, "_compile_in_workers", compile_in_workers)
     entries = _demo_entries_of_three_variants()
     results = cli.run_demo(entries, out=io.StringIO())
     assert len(results) == 4
-    # One warm-up per variant, the first one before any worker starts.
-    assert warmed == [("gini", "breast_cancer"), ("entropy", "breast_cancer"),
-                      ("squared_error", "diabetes")]
-    if first_warm_up_compiles:
-        assert sent == [entries[2], entries[3]]
-        assert "compiling the kernels of 2 more models in 2 processes" in \
-            capsys.readouterr().err
+    # One warm-up per variant; the first before the workers unless the marker was cold.
+    warm_ups = [("warm-up", "gini", "breast_cancer"), ("warm-up", "entropy", "breast_cancer"),
+                ("warm-up", "squared_error", "diabetes")]
+    if marker_cold:
+        assert events == ["workers", *warm_ups]
+    elif first_warm_up_compiles:
+        assert events == [warm_ups[0], "workers", *warm_ups[1:]]
     else:
-        assert sent == []
-        assert capsys.readouterr().err == ""
+        assert events == warm_ups
+    assert sent == [entries[i] for i in sent_entries]
+    err = capsys.readouterr().err
+    if sent_entries:
+        assert (f"compiling the kernels of {len(sent_entries)} models in 2 processes"
+                in err)
+    else:
+        assert err == ""
 
 
 def test_demo_without_warm_up_or_a_second_cpu_starts_no_workers(monkeypatch):
+    import silva._warmup
+
     def fail(*args):
         raise AssertionError("no worker should start")
 
     monkeypatch.setattr(demo, "_compile_in_workers", fail)
-    monkeypatch.setattr(demo, "_counting_silva_compiles", lambda function: 1)
+    monkeypatch.setattr(silva._warmup, "cache_seems_cold", lambda: True)
     entries = _demo_entries_of_three_variants()
     assert len(cli.run_demo(entries, warm_up=False, out=io.StringIO())) == 4
     monkeypatch.setattr(demo.os, "cpu_count", lambda: 1)
     assert len(cli.run_demo(entries, out=io.StringIO())) == 4
 
 
-def test_counting_silva_compiles_counts_only_silva_kernels_that_compile():
+def test_count_silva_compiles_counts_only_silva_kernels_that_compile():
     import numba
+
+    from silva._warmup import count_silva_compiles
 
     def probe(x):
         return x + 1
@@ -860,10 +880,20 @@ def test_counting_silva_compiles_counts_only_silva_kernels_that_compile():
 
     probe.__module__ = "silva.test_probe"  # a kernel of silva's, as numba sees it
     silva_kernel, other_kernel = numba.njit(probe), numba.njit(outsider)
-    assert demo._counting_silva_compiles(lambda: silva_kernel(1)) == 1
+    assert count_silva_compiles(lambda: silva_kernel(1)) == 1
     # Compiled now: a second call compiles nothing.
-    assert demo._counting_silva_compiles(lambda: silva_kernel(2)) == 0
-    assert demo._counting_silva_compiles(lambda: other_kernel(1)) == 0
+    assert count_silva_compiles(lambda: silva_kernel(2)) == 0
+    assert count_silva_compiles(lambda: other_kernel(1)) == 0
+
+
+def test_cache_seems_cold_once_per_cache(tmp_path):
+    # Fresh processes on one empty numba cache: the first finds it cold (and marks it),
+    # the second warm.
+    code = "from silva._warmup import cache_seems_cold; print(cache_seems_cold())"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), SILVA_COMPILE_NOTICE="0")
+    answers = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                              text=True, check=True).stdout.strip() for _ in range(2)]
+    assert answers == ["True", "False"]
 
 
 def test_compile_in_workers_fits_each_entry_on_the_warm_up_slice(monkeypatch):

@@ -227,19 +227,6 @@ def _compiled_variant(entry: DemoEntry, estimator) -> tuple:
     return type(estimator), getattr(estimator, "criterion", None), entry.dataset
 
 
-def _counting_silva_compiles(function) -> int:
-    """Call ``function()``; return how many of silva's kernels numba compiled meanwhile
-    (0 when every kernel it reached came from numba's on-disk cache, whose loads raise
-    no compile event)."""
-    from numba.core import event
-
-    with event.install_recorder("numba:compile") as recorder:
-        function()
-    return sum(1 for _, compile_event in recorder.buffer
-               if compile_event.is_start
-               and compile_event.data["dispatcher"].py_func.__module__.startswith("silva."))
-
-
 def _compile_in_workers(entries, datasets, n_jobs=None) -> None:
     """Compile the kernels of the demo ``entries`` in worker processes, in parallel, into
     numba's on-disk cache, where this process then finds them (see
@@ -248,9 +235,9 @@ def _compile_in_workers(entries, datasets, n_jobs=None) -> None:
 
     numba compiles on one core; the demo's cold first run compiled its models one
     after the other: 118-129 s on a 2-core AMD Zen 3, beyond the 90 s it is meant to
-    take; 85 s with two workers. Each worker does what this process's warm-up and
-    scoring would: fits the entry's estimator on the warm-up slice, and predicts with
-    it.
+    take; 85 s with two workers after a first warm-up here, 78 s with every variant in
+    the workers. Each worker does what this process's warm-up and scoring would: fits
+    the entry's estimator on the warm-up slice, and predicts with it.
     """
     from silva._warmup import fit_in_workers
 
@@ -329,18 +316,26 @@ def run_demo(
         variants.setdefault(_compiled_variant(entry, entry.factory()), entry)
     warmed: set[tuple] = set()
     if warm_up and len(variants) > 1 and (os.cpu_count() or 1) > 1:
-        # The first warm-up tells whether numba's cache is cold: if it compiled, the
-        # other variants compile in parallel worker processes before their warm-ups
-        # here, which then load what the workers cached.
-        (first_variant, first_entry), *others = variants.items()
-        if _counting_silva_compiles(
-                lambda: _warm_up(first_entry.factory, datasets[first_entry.dataset])):
-            sys.stderr.write(f"silva demo: compiling the kernels of {len(others)} more "
-                             f"models in {min(os.cpu_count(), len(others))} processes "
+        # On a cold numba cache the variants compile in parallel worker processes
+        # before their warm-ups here, which then load what the workers cached. Cold:
+        # the cache's marker says so (every variant goes to the workers), or, the marker
+        # found, the first warm-up compiled (the others go).
+        from silva._warmup import cache_seems_cold, count_silva_compiles
+
+        if cache_seems_cold():
+            to_compile = list(variants.values())
+        else:
+            (first_variant, first_entry), *others = variants.items()
+            compiled = count_silva_compiles(
+                lambda: _warm_up(first_entry.factory, datasets[first_entry.dataset]))
+            warmed.add(first_variant)
+            to_compile = [entry for _, entry in others] if compiled else []
+        if to_compile:
+            sys.stderr.write(f"silva demo: compiling the kernels of {len(to_compile)} "
+                             f"models in {min(os.cpu_count(), len(to_compile))} processes "
                              "(once per machine)\n")
             sys.stderr.flush()
-            _compile_in_workers([entry for _, entry in others], datasets)
-        warmed.add(first_variant)
+            _compile_in_workers(to_compile, datasets)
     results: list[dict] = []
     fitted = []
     for entry in entries:
