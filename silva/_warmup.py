@@ -67,9 +67,10 @@ def _wide_features():
 
 @nb.njit(cache=True)
 def _cache_marker():
-    """A kernel of no use but its cache entry: :func:`compile` and every cold ``silva
-    demo`` compile it (a tenth of a second), so that a process that finds it cached
-    knows this machine has run them for this silva (see :func:`cache_seems_cold`)."""
+    """A kernel of no use but its cache entry: the workers of :func:`compile` (and of
+    a cold ``silva demo``) compile it after their fits, and so does the demo's check
+    (a tenth of a second), so that a process that finds it cached knows that this
+    machine has compiled silva's kernels for this silva (see :func:`cache_seems_cold`)."""
     return 1
 
 
@@ -124,6 +125,9 @@ def _fit_and_predict(fits):
         model.predict(X)
         if hasattr(model, "predict_proba"):
             model.predict_proba(X)
+    # The cache now holds silva's kernels (see cache_seems_cold). Marked here, not in
+    # the parent, whose compile would print the compile notice after the work is done.
+    _cache_marker()
     return time.perf_counter() - start
 
 
@@ -204,6 +208,4 @@ def compile(estimators=None, *, n_jobs=None, verbose=False):  # shadows the buil
         if verbose:
             print(f"{names[index]}: {seconds:.1f} s", flush=True)
 
-    seconds = fit_in_workers(jobs, n_jobs, report)
-    _cache_marker()  # the cache now holds silva's kernels (see cache_seems_cold)
-    return dict(zip(names, seconds, strict=True))
+    return dict(zip(names, fit_in_workers(jobs, n_jobs, report), strict=True))

@@ -886,14 +886,20 @@ def test_count_silva_compiles_counts_only_silva_kernels_that_compile():
     assert count_silva_compiles(lambda: other_kernel(1)) == 0
 
 
-def test_cache_seems_cold_once_per_cache(tmp_path):
-    # Fresh processes on one empty numba cache: the first finds it cold (and marks it),
-    # the second warm.
-    code = "from silva._warmup import cache_seems_cold; print(cache_seems_cold())"
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), SILVA_COMPILE_NOTICE="0")
-    answers = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                              text=True, check=True).stdout.strip() for _ in range(2)]
-    assert answers == ["True", "False"]
+def test_cache_seems_cold_until_marked(tmp_path):
+    # Fresh processes on empty numba caches: the first check finds its cache cold (and
+    # marks it), the next one warm; a compile worker's job marks a cache too.
+    def run(code, cache):
+        env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / cache),
+                   SILVA_COMPILE_NOTICE="0")
+        return subprocess.run([sys.executable, "-c", "from silva import _warmup; " + code],
+                              env=env, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    check = "print(_warmup.cache_seems_cold())"
+    assert [run(check, "a"), run(check, "a")] == ["True", "False"]
+    run("_warmup._fit_and_predict([])", "b")
+    assert run(check, "b") == "False"
 
 
 def test_compile_in_workers_fits_each_entry_on_the_warm_up_slice(monkeypatch):
