@@ -250,7 +250,7 @@ def _compile_in_workers(entries, datasets, n_jobs=None) -> None:
 def _compile_rank(estimator) -> int:
     """When a worker of :func:`_compile_in_workers` should compile ``estimator``'s
     kernels: 0, first, for the families with grower copies of their own (extra trees'
-    rows-only copy, boosting's gradient grower: 13-16 s each on AMD Zen 3), so that the
+    rows-only copy, boosting's gradient grower: 11-20 s each on AMD Zen 3), so that the
     last jobs are short and the workers finish together (one started last kept its
     worker 14 s after the other was done); 2, last, for the models that combine others
     (voting, stacking), whose kernels are then mostly cached; 1 otherwise."""
@@ -282,9 +282,10 @@ def run_demo(
         the first entry when there are fewer entries).
     warm_up : bool, default=True
         Fit each (estimator type, criterion, dataset) once on a small slice before
-        timing it. When the first of those fits compiles (numba's cache is cold) and
-        the machine has several CPUs, the others' kernels are first compiled in
-        parallel worker processes (:func:`_compile_in_workers`).
+        timing it. When numba's cache is cold (its marker missing, see
+        :func:`silva._warmup.cache_seems_cold`, or the first of those fits compiling)
+        and the machine has several CPUs, their kernels are first compiled in parallel
+        worker processes (:func:`_compile_in_workers`).
     out : file object, default=None
         Where to print; defaults to ``sys.stdout``.
     plots_dir : path, default=None
