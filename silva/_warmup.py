@@ -80,11 +80,12 @@ def count_silva_compiles(function):
     no compile event)."""
     from numba.core import event
 
+    from silva.engine.compile_notice import is_silva_compile
+
     with event.install_recorder("numba:compile") as recorder:
         function()
     return sum(1 for _, compile_event in recorder.buffer
-               if compile_event.is_start
-               and compile_event.data["dispatcher"].py_func.__module__.startswith("silva."))
+               if compile_event.is_start and is_silva_compile(compile_event))
 
 
 def cache_seems_cold():

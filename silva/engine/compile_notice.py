@@ -22,6 +22,12 @@ _NOTICE = (
 )
 
 
+def is_silva_compile(compile_event):
+    """Whether a ``numba:compile`` event compiles one of silva's kernels (rather than
+    numba's own helpers, compiled on the way)."""
+    return compile_event.data["dispatcher"].py_func.__module__.startswith("silva.")
+
+
 class _FirstCompileNotice(event.Listener):
     """Writes the notice at the start of the first compile of a silva kernel."""
 
@@ -29,12 +35,10 @@ class _FirstCompileNotice(event.Listener):
         self.done = False
 
     def on_start(self, compile_event):
-        if self.done:
-            return
-        function = compile_event.data["dispatcher"].py_func
-        if not function.__module__.startswith("silva."):
+        if self.done or not is_silva_compile(compile_event):
             return
         self.done = True
+        function = compile_event.data["dispatcher"].py_func
         sys.stderr.write(_NOTICE.format(what=function.__qualname__))
         sys.stderr.flush()
 
