@@ -3,7 +3,7 @@
 Same data for every library (``make_classification`` / ``make_regression``, 28 features,
 80/20 split), 100 iterations, 31 leaves, 255 bins, learning rate 0.1, no sampling, the
 same number of threads for all (``--threads``, default all cores). For each task it prints
-fit time (after one untimed warm-up fit of silva on a small sample, so that numba's
+fit time (after one untimed two-iteration warm-up fit of silva, so that numba's
 compilation is not counted) as wall-clock and CPU seconds, the ratio to the faster peer
 (LightGBM or XGBoost), the test metric (AUC, accuracy or RMSE), the time to predict
 200,000 rows and its ratio to XGBoost's, and silva's own breakdown of fit time (gradients
@@ -217,7 +217,10 @@ def run(task, n_samples, names, threads, repeat=1, shape=SHAPES["base"]):
     X_pred = np.ascontiguousarray(np.resize(X_test, (200_000, X_test.shape[1])))
     makers = _models(task, names, threads, shape.leaves)
     if "silva" in makers:
-        makers["silva"]().set_params(n_estimators=2).fit(X_train[:5000], y_train[:5000])
+        # The warm-up fits the whole training set: which kernels a fit compiles depends on
+        # its size and width (a 5,000-row sample of 200 features left the parallel wide
+        # grower to compile inside the timed fit on an empty cache).
+        makers["silva"]().set_params(n_estimators=2).fit(X_train, y_train)
     best = {}
     for _ in range(repeat):
         # Libraries take turns, so that a burst of load on the machine hits them alike.
