@@ -181,6 +181,42 @@ def test_packed_prediction_is_the_weighted_sum_of_each_trees_own(n_rows):
         np.testing.assert_array_equal(packed.predict(X, tree_range=(first, last)), expected)
 
 
+def test_a_dense_block_holds_at_most_block_values():
+    from silva.engine import ensemble
+
+    threads = ensemble.nb.get_num_threads()
+    # Narrow rows: blocks of ROW_BLOCK rows, as many as a multiple of the threads.
+    n_rows = 10 * ensemble.ROW_BLOCK
+    narrow = ensemble._block_rows(n_rows, 28)
+    assert narrow <= ensemble.ROW_BLOCK
+    assert -(-n_rows // narrow) == -(-10 // threads) * threads
+    # Wide rows: a block's values within the budget, so it stays in cache between trees.
+    for n_columns in (200, 5000, 10**6):
+        rows = ensemble._block_rows(n_rows, n_columns)
+        assert rows <= max(8, ensemble.BLOCK_VALUES // n_columns)
+    # A sparse X (no dense columns) keeps the row bound alone.
+    assert ensemble._block_rows(n_rows, 0) == narrow
+
+
+def test_wide_rows_predict_the_same_over_many_blocks(monkeypatch):
+    # 3,000 rows of 300 columns in blocks of at most 40 rows: each row's sums as in one
+    # block, and as each tree's own.
+    from silva.engine import ensemble
+
+    X, y = make_regression(3000, 300, n_informative=20, random_state=0)
+    model = RandomForestRegressor(n_estimators=5, max_depth=8, random_state=0).fit(X, y)
+    trees = [tree.tree_ for tree in model.estimators_]
+    packed = PackedTrees(trees)
+    whole = packed.predict(X)
+    monkeypatch.setattr(ensemble, "BLOCK_VALUES", 300 * 40)
+    assert ensemble._block_rows(3000, 300) <= 40
+    np.testing.assert_array_equal(packed.predict(X), whole)
+    np.testing.assert_array_equal(packed.apply(X),
+                                  np.column_stack([tree.apply(X) for tree in trees]))
+    expected = sum(tree.predict(X).reshape(X.shape[0]) for tree in trees)
+    np.testing.assert_allclose(whole[:, 0], expected, rtol=1e-12)
+
+
 def _walk_by_numpy(tree):
     """A tree's packed walk records (``ensemble.WALK_DTYPE``), built with whole-array
     numpy steps from the record layout's definition: the reference for the compiled
