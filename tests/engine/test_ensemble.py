@@ -199,14 +199,15 @@ def test_a_dense_block_holds_at_most_block_values():
 
 
 def test_wide_rows_predict_the_same_over_many_blocks(monkeypatch):
-    # 3,000 rows of 300 columns in blocks of at most 40 rows: each row's sums as in one
-    # block, and as each tree's own.
+    # 3,000 rows of 300 columns in blocks of at most 40 rows: each row's sums as with
+    # blocks of ROW_BLOCK rows, and as each tree's own.
     from silva.engine import ensemble
 
     X, y = make_regression(3000, 300, n_informative=20, random_state=0)
     model = RandomForestRegressor(n_estimators=5, max_depth=8, random_state=0).fit(X, y)
     trees = [tree.tree_ for tree in model.estimators_]
     packed = PackedTrees(trees)
+    monkeypatch.setattr(ensemble, "BLOCK_VALUES", 300 * ensemble.ROW_BLOCK)
     whole = packed.predict(X)
     monkeypatch.setattr(ensemble, "BLOCK_VALUES", 300 * 40)
     assert ensemble._block_rows(3000, 300) <= 40
