@@ -249,3 +249,49 @@ def test_random_limit_matches_a_scan():
         assert limit == _limit_by_scan(upper, low_bin, high_bin, threshold)
         n_checked += 1
     assert n_checked > 100
+
+
+def test_bisected_lanes_find_the_limits_the_count_finds():
+    """``_bisect_lanes`` (every visited column's limit at once, by bisection, as
+    ``search_random_node`` finds them) against ``_random_limit`` (a count per column):
+    the same limit bin for lanes of every width, single-bin lanes (width 0, left as they
+    are) among them, several lanes on one column, ties between bins' largest values and
+    thresholds on a bin's largest value."""
+    rng = np.random.default_rng(11)
+    n_checked = 0
+    for trial in range(200):
+        n_columns = int(rng.integers(1, 6))
+        n_bins = int(rng.integers(1, 300))
+        upper = np.sort(rng.integers(0, 40, size=(n_columns, n_bins)).astype(np.float64)
+                        + (0.0 if trial % 2 else rng.random((n_columns, n_bins))), axis=1)
+        lower = np.concatenate([upper[:, :1] - 1.0, upper[:, :-1]], axis=1)
+        if trial % 7 == 0:
+            upper[0] = 2.5  # every bin of column 0 holds the one value
+            lower[0] = 2.5
+        n_lanes = int(rng.integers(1, 40))
+        columns = rng.integers(0, n_columns, size=n_lanes)
+        lows = rng.integers(0, n_bins, size=n_lanes)
+        highs = np.array([int(rng.integers(low, n_bins)) for low in lows])
+        seeds = rng.integers(0, 2**63, size=n_lanes).astype(np.uint64)
+        thresholds = np.zeros(n_lanes + 3)  # lanes past n_lanes are never read
+        bisection = np.full((2, n_lanes + 3), -7, dtype=np.int64)
+        for j in range(n_lanes):
+            f, low, high = int(columns[j]), np.int64(lows[j]), np.int64(highs[j])
+            if low < high:
+                thresholds[j] = splitting._random_threshold(lower[f], upper[f], low, high,
+                                                            seeds[j])
+            bisection[splitting.BISECT_BASE, j] = f * n_bins + low
+            bisection[splitting.BISECT_WIDTH, j] = high - low
+        widest = np.int64(bisection[splitting.BISECT_WIDTH, :n_lanes].max())
+        splitting._bisect_lanes(upper.reshape(-1), thresholds, bisection, n_lanes, widest)
+        for j in range(n_lanes):
+            f, low, high = int(columns[j]), np.int64(lows[j]), np.int64(highs[j])
+            expected = splitting._random_limit(lower[f], upper[f], low, high, seeds[j])
+            found = bisection[splitting.BISECT_BASE, j] - f * n_bins
+            if low < high:
+                assert max(found - 1, low) == expected
+                n_checked += 1
+            else:
+                assert found == low == expected  # width 0: left as it was
+        assert np.all(bisection[:, n_lanes:] == -7)
+    assert n_checked > 1000
