@@ -54,6 +54,26 @@ def randint(state, high):
     return np.int64(uniform(state) * high)
 
 
+@nb.njit(cache=True, error_model="numpy", inline="always")
+def shuffle_in_place(values, state):
+    """Fisher-Yates shuffle of ``values`` (Knuth, TAOCP vol. 2, algorithm P, from the
+    last position down): position ``i`` swapped with one drawn by ``randint(state, i +
+    1)``, the very draws and order of a loop of :func:`randint` calls.
+
+    The state is advanced in a register and stored once at the end: kept in its array,
+    each draw waited on the previous one's store, which the compiler could not move past
+    the swaps' stores (the two arrays might overlap, for all it knows). A shuffle of the
+    features at every node of a forest's trees was about a twentieth of an extra-trees
+    classifier's fit (perf, 16,000 x 28 rows)."""
+    current = state[0]
+    for i in range(values.shape[0] - 1, 0, -1):
+        current += _GOLDEN_GAMMA
+        draw = np.float64(_mix(current) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        j = np.int64(draw * (i + 1))
+        values[i], values[j] = values[j], values[i]
+    state[0] = current
+
+
 # One legacy generator per thread, reseeded by seeded_random_state.
 _THREAD_LOCAL = threading.local()
 

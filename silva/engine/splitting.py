@@ -71,7 +71,7 @@ from silva.engine.criteria import (
     variance_proxy,
 )
 from silva.engine.monotone import split_respects_constraint
-from silva.engine.random import first_uniform, next_uint64, randint, uniform
+from silva.engine.random import first_uniform, next_uint64, randint, shuffle_in_place, uniform
 from silva.engine.specialize import specialize, specialize_options
 
 _NO_SPLIT = -np.inf
@@ -1249,10 +1249,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
     for f in range(n_features):
         feature_order[f] = f
     if max_features < n_features:
-        # Fisher-Yates shuffle: features are visited in a random order.
-        for i in range(n_features - 1, 0, -1):
-            j = randint(rng_state, i + 1)
-            feature_order[i], feature_order[j] = feature_order[j], feature_order[i]
+        # Features are visited in a random order.
+        shuffle_in_place(feature_order, rng_state)
 
     if ORDER_STATISTICS:
         use_histogram = False

@@ -4,7 +4,13 @@ import numba as nb
 import numpy as np
 import pytest
 
-from silva.engine.random import next_uint64, randint, seed_from_random_state, uniform
+from silva.engine.random import (
+    next_uint64,
+    randint,
+    seed_from_random_state,
+    shuffle_in_place,
+    uniform,
+)
 
 _MASK = (1 << 64) - 1
 
@@ -90,3 +96,29 @@ def test_seeded_random_state_is_one_generator_per_thread():
         results = list(pool.map(draws, range(40)))
     for seed, values in enumerate(results):
         np.testing.assert_array_equal(values, np.random.RandomState(seed).randint(0, 2**30, 200))
+
+
+@nb.njit(cache=True)
+def _shuffle_by_randint(values, state):
+    for i in range(values.shape[0] - 1, 0, -1):
+        j = randint(state, i + 1)
+        values[i], values[j] = values[j], values[i]
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 28, 257])
+def test_shuffle_in_place_draws_as_a_loop_of_randint(n):
+    """The shuffle the split search visits features in: the same permutation, and the
+    state left where a loop of ``randint`` calls leaves it, as before it kept the state
+    in a register."""
+    for seed in (0, 1, 2**63 + 12345):
+        state = np.array([seed], dtype=np.uint64)
+        reference_state = state.copy()
+        values = np.arange(n, dtype=np.int64)
+        reference = values.copy()
+        shuffle_in_place(values, state)
+        _shuffle_by_randint(reference, reference_state)
+        assert np.array_equal(values, reference)
+        assert state[0] == reference_state[0]
+        assert np.array_equal(np.sort(values), np.arange(n))
+        if n == 257:
+            assert not np.array_equal(values, np.arange(n))  # it does shuffle
