@@ -13,14 +13,16 @@ import threading
 import numba as nb
 import numpy as np
 
-_GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
-def _mix(z):
-    """SplitMix64's output function of an advanced state ``z``."""
+def mix_state(z):
+    """SplitMix64's output function of an advanced state ``z``. With ``GOLDEN_GAMMA``
+    (the state's increment) it lets a kernel keep the state in a local while drawing:
+    ``state += GOLDEN_GAMMA``, then ``mix_state(state)``, is :func:`next_uint64`'s draw."""
     z = (z ^ (z >> np.uint64(30))) * _MIX_1
     z = (z ^ (z >> np.uint64(27))) * _MIX_2
     return z ^ (z >> np.uint64(31))
@@ -29,8 +31,8 @@ def _mix(z):
 @nb.njit(cache=True, error_model="numpy", inline="always")
 def next_uint64(state):
     """Advance ``state`` (a length-1 uint64 array) and return the next 64-bit draw."""
-    state[0] += _GOLDEN_GAMMA
-    return _mix(state[0])
+    state[0] += GOLDEN_GAMMA
+    return mix_state(state[0])
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -44,7 +46,7 @@ def first_uniform(seed):
     """:func:`uniform`'s first draw from a state set to ``seed``, without the state array
     (whose allocation, once per feature of every node, was a third of an extra-trees fit).
     """
-    return np.float64(_mix(np.uint64(seed) + _GOLDEN_GAMMA) >> np.uint64(11)) * (
+    return np.float64(mix_state(np.uint64(seed) + GOLDEN_GAMMA) >> np.uint64(11)) * (
         1.0 / 9007199254740992.0)
 
 
@@ -67,8 +69,8 @@ def shuffle_in_place(values, state):
     classifier's fit (perf, 16,000 x 28 rows)."""
     current = state[0]
     for i in range(values.shape[0] - 1, 0, -1):
-        current += _GOLDEN_GAMMA
-        draw = np.float64(_mix(current) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+        current += GOLDEN_GAMMA
+        draw = np.float64(mix_state(current) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
         j = np.int64(draw * (i + 1))
         values[i], values[j] = values[j], values[i]
     state[0] = current

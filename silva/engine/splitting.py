@@ -71,7 +71,15 @@ from silva.engine.criteria import (
     variance_proxy,
 )
 from silva.engine.monotone import split_respects_constraint
-from silva.engine.random import first_uniform, next_uint64, randint, shuffle_in_place, uniform
+from silva.engine.random import (
+    GOLDEN_GAMMA,
+    first_uniform,
+    mix_state,
+    next_uint64,
+    randint,
+    shuffle_in_place,
+    uniform,
+)
 from silva.engine.specialize import specialize, specialize_options
 
 _NO_SPLIT = -np.inf
@@ -1073,11 +1081,16 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     n_non_constant = 0
     n_numeric = 0
     any_missing = False
+    # The generator's state in a register until the visited features are known (see
+    # shuffle_in_place): the draws of next_uint64, without a store between them.
+    state = rng_state[0]
     while n_visited < n_features and n_non_constant < max_features:
         f = feature_order[n_visited]
         # Written as find_node_split's batches write their seeds, to draw the very same
         # (numba types this conditional as float64: the seed keeps its top 53 bits).
-        seeds[n_visited] = next_uint64(rng_state) if use_random else 0
+        if use_random:
+            state += GOLDEN_GAMMA
+        seeds[n_visited] = mix_state(state) if use_random else 0
         n_visited += 1
         n_values = 0 if low[f] == missing_bin else (1 if low[f] == high[f] else 2)
         if n_values + has_missing[f] < 2:
@@ -1101,6 +1114,7 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
         lane_columns[n_numeric] = f
         n_numeric += 1
         any_missing |= has_missing[f] != 0
+    rng_state[0] = state
     # Each numeric column's limit: the last bin left of its threshold (_random_limit).
     _bisect_lanes(upper.reshape(upper.size), thresholds, scratch.lane_bisection, n_numeric,
                   widest)
