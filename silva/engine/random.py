@@ -64,9 +64,10 @@ def shuffle_in_place(values, state):
 
     The state is advanced in a register and stored once at the end: kept in its array,
     each draw waited on the previous one's store, which the compiler could not move past
-    the swaps' stores (the two arrays might overlap, for all it knows). A shuffle of the
-    features at every node of a forest's trees was about a twentieth of an extra-trees
-    classifier's fit (perf, 16,000 x 28 rows)."""
+    the swaps' stores (the two arrays might overlap, for all it knows). The split search
+    shuffles the features at every node of a forest's trees: under perf, the function
+    doing it (mostly this shuffle, in extra trees' rows-only copy) was about a twentieth
+    of an extra-trees classifier's fit on 16,000 x 28 rows."""
     current = state[0]
     for i in range(values.shape[0] - 1, 0, -1):
         current += GOLDEN_GAMMA

@@ -107,9 +107,9 @@ def _shuffle_by_randint(values, state):
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 28, 257])
 def test_shuffle_in_place_draws_as_a_loop_of_randint(n):
-    """The shuffle the split search visits features in: the same permutation, and the
-    state left where a loop of ``randint`` calls leaves it, as before it kept the state
-    in a register."""
+    """The shuffle the split search visits features in, which keeps the generator's
+    state in a register: the permutation of a loop of ``randint`` calls, and the state
+    left where that loop leaves it."""
     for seed in (0, 1, 2**63 + 12345):
         state = np.array([seed], dtype=np.uint64)
         reference_state = state.copy()
