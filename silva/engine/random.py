@@ -36,9 +36,15 @@ def next_uint64(state):
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
+def unit_float(draw):
+    """A 64-bit ``draw`` as a float64 in [0, 1): its top 53 bits over 2**53."""
+    return np.float64(draw >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@nb.njit(cache=True, error_model="numpy", inline="always")
 def uniform(state):
     """A float64 drawn uniformly from [0, 1), from the top 53 bits of a draw."""
-    return np.float64(next_uint64(state) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+    return unit_float(next_uint64(state))
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -46,8 +52,7 @@ def first_uniform(seed):
     """:func:`uniform`'s first draw from a state set to ``seed``, without the state array
     (whose allocation, once per feature of every node, was a third of an extra-trees fit).
     """
-    return np.float64(mix_state(np.uint64(seed) + GOLDEN_GAMMA) >> np.uint64(11)) * (
-        1.0 / 9007199254740992.0)
+    return unit_float(mix_state(np.uint64(seed) + GOLDEN_GAMMA))
 
 
 @nb.njit(cache=True, error_model="numpy", inline="always")
@@ -71,8 +76,7 @@ def shuffle_in_place(values, state):
     current = state[0]
     for i in range(values.shape[0] - 1, 0, -1):
         current += GOLDEN_GAMMA
-        draw = np.float64(mix_state(current) >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-        j = np.int64(draw * (i + 1))
+        j = np.int64(unit_float(mix_state(current)) * (i + 1))
         values[i], values[j] = values[j], values[i]
     state[0] = current
 
