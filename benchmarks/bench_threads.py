@@ -10,7 +10,7 @@ per thread count.
 
 Each (library, thread count) runs in a fresh process of its own: the data of
 :mod:`bench_boosting` (``--shape``, ``--task``, ``--n-samples`` rows, 80% train), the
-same models (100 iterations, 31 leaves, 255 bins, learning rate 0.1), an untimed
+same models (100 iterations, 255 bins, learning rate 0.1, the shape's leaves), an untimed
 two-iteration warm-up fit at that thread count (silva compiles separate kernels for one
 thread and for several; a warm-up at another count left the compile inside the timed
 fit), then ``--repeat`` timed fits, the best kept. The table gives the CPU model and
@@ -32,6 +32,7 @@ import sys
 import time
 
 from _machine import command_line, machine_line, publish, utc_now
+from bench_boosting import BINS, N_ITER, SHAPES
 
 # Run in a child process: the arguments are library, thread count, task, shape, rows and
 # repeats; prints one line of JSON.
@@ -91,9 +92,9 @@ def scaling_table(times, names, thread_counts):
             fit = times[name][threads]
             cells.append(f"{fit:.2f} ({times[name][first] / fit:.2f}x)")
         peers = [times[name][threads] for name in names if name != "silva"]
-        ratio = (times["silva"][threads] / min(peers) if "silva" in times and peers
-                 else float("nan"))
-        lines.append(f"| {threads} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
+        ratio = (f"{times['silva'][threads] / min(peers):.2f}x"
+                 if "silva" in times and peers else "–")
+        lines.append(f"| {threads} | " + " | ".join(cells) + f" | {ratio} |")
     return "\n".join(lines)
 
 
@@ -104,7 +105,8 @@ def main(argv=None):
                         choices=["silva", "lightgbm", "xgboost"])
     parser.add_argument("--task", default="binary",
                         choices=["binary", "multiclass", "regression"])
-    parser.add_argument("--shape", default="base", help="a shape of bench_boosting.SHAPES")
+    parser.add_argument("--shape", default="base", choices=list(SHAPES),
+                        help="the data shape (bench_boosting.py's --shapes)")
     parser.add_argument("--n-samples", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1,
                         help="timed fits per (library, thread count); the best is kept")
@@ -127,8 +129,9 @@ def main(argv=None):
         f"## {utc_now()} — thread scaling of gradient boosting (bench_threads.py)", "",
         f"- machine: {machine_line()}",
         f"- command: `{command_line('bench_threads.py', argv)}`",
-        f"- {args.task}, shape {args.shape}, {args.n_samples:,} rows (80% train), 100 "
-        f"iterations, 31 leaves, 255 bins; each (library, thread count) in its own process "
+        f"- {args.task}, shape {args.shape}, {args.n_samples:,} rows (80% train), {N_ITER} "
+        f"iterations, {SHAPES[args.shape].leaves} leaves, {BINS} bins; each (library, thread "
+        f"count) in its own process "
         f"after an untimed warm-up fit at that count, best of {args.repeat}; speed-up over "
         f"the library's own time at {thread_counts[0]} thread(s); load average before "
         f"{load}, after {after}; {time.perf_counter() - started:.0f} s in all",
