@@ -272,6 +272,21 @@ def test_same_regression_model_whatever_the_thread_count():
     np.testing.assert_array_equal(one, two)
 
 
+def test_same_model_whatever_the_thread_count_with_the_block_partition():
+    # 70,000 rows, no subsample: with two threads the root and its larger children are
+    # split by both threads block by block (partition.partition_in_blocks), with one by
+    # the serial pass: the same stable partition, the same trees.
+    from silva.engine.partition import PARALLEL_PARTITION_MIN_ROWS
+
+    X, y = make_classification(70000, 6, n_informative=4, random_state=4)
+    X[::9, 1] = np.nan
+    assert len(X) >= PARALLEL_PARTITION_MIN_ROWS
+    model = GradientBoostingClassifier(n_estimators=3, max_leaf_nodes=8, random_state=0)
+    one, two = _outputs_with_one_and_two_threads(model, X, y,
+                                                 lambda fitted: fitted.decision_function(X))
+    np.testing.assert_array_equal(one, two)
+
+
 def test_same_model_whatever_the_thread_count_on_mid_size_data():
     # 6,000 rows: no row blocks, but nodes of 1,024 rows and more are summed by feature
     # shares in two threads, and each split's two children are searched at once, a

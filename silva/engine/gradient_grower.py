@@ -104,7 +104,12 @@ from silva.engine.nodes import (
     schedule_children_histograms,
     take_slot,
 )
-from silva.engine.partition import goes_left, partition
+from silva.engine.partition import (
+    PARALLEL_PARTITION_MIN_ROWS,
+    goes_left,
+    partition,
+    partition_in_blocks,
+)
 from silva.engine.random import randint
 from silva.engine.specialize import specialize
 
@@ -126,6 +131,10 @@ GradientRules = namedtuple("GradientRules", [
 # parallel region for a split's children (children_pass): each node is built with
 # node_histogram and searched with find_best_split.
 PAIR_SEARCH = True
+# Bound to False in the serial copies too: they compile no parallel partition (see
+# partition_in_blocks), which nodes of PARALLEL_PARTITION_MIN_ROWS samples or more take
+# with several threads.
+PARALLEL_PARTITION = True
 # Bound to False in the copies for wide data, whose histograms are summed in feature
 # tiles by node_histogram: children_pass then only subtracts and scans.
 CHILDREN_BUILDS = True
@@ -563,9 +572,16 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
         n_leaves += 1
         row = table[node]
         _apply_split(row, is_categorical, bin_thresholds)
-        n_left = partition(columns[row.feature], work_index, row.data_half, row.start,
-                           row.end, missing_bin, row.split_bin, row.missing_left,
-                           row.is_categorical, bitsets[node])
+        if (PARALLEL_PARTITION and threads > 1
+                and row.end - row.start >= PARALLEL_PARTITION_MIN_ROWS):
+            n_left = partition_in_blocks(
+                columns[row.feature], work_index, row.data_half, row.start, row.end,
+                missing_bin, row.split_bin, row.missing_left, row.is_categorical,
+                bitsets[node], np.int64(threads))
+        else:
+            n_left = partition(columns[row.feature], work_index, row.data_half, row.start,
+                               row.end, missing_bin, row.split_bin, row.missing_left,
+                               row.is_categorical, bitsets[node])
         children_half = 1 - row.data_half
         _set_children(pending, pending_sums, row, n_left, children_half, params, monotonic,
                       max_depth, unlimited_leaves or n_leaves < max_leaf_nodes)
@@ -781,6 +797,7 @@ def compiled_gradient_grower(parallel=True, categorical=True, wide=False):
         bindings["CHILDREN_BUILDS"] = False
     if not parallel:
         bindings["PAIR_SEARCH"] = False
+        bindings["PARALLEL_PARTITION"] = False
         if not wide:
             bindings["node_histogram"] = serial_node_histogram()
     if not categorical:

@@ -178,11 +178,12 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
     Returns a :class:`Workspace`: ``codes`` (n_samples,
     record_bytes / itemsize) and ``stats`` (n_samples, record_bytes / 8) float64, two
     views of the records (a sample's channels are the last four ``stats`` columns);
-    ``index`` (2, n_samples) int32, the two halves between which the partition moves a
-    tree's sample indices; ``histograms`` (pool_slots + MAX_BLOCKS, n_features,
-    ``padded_bins(n_bins)``, 4): the ``pool_slots`` slots of a tree's node histograms,
-    a scratch one and the ``MAX_BLOCKS - 1`` block sums of parallel passes; ``columns``,
-    ``bin_codes`` itself.
+    ``index`` (3, n_samples) int32: the two halves between which the partition moves a
+    tree's sample indices, and a staging row for the partition of large nodes
+    (:func:`~silva.engine.partition.partition_in_blocks`); ``histograms`` (pool_slots +
+    MAX_BLOCKS, n_features, ``padded_bins(n_bins)``, 4): the ``pool_slots`` slots of a
+    tree's node histograms, a scratch one and the ``MAX_BLOCKS - 1`` block sums of
+    parallel passes; ``columns``, ``bin_codes`` itself.
     """
     n_features, n_samples = bin_codes.shape
     code_words = -(-(n_features * bin_codes.itemsize) // 8)
@@ -190,7 +191,7 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
     records = _aligned_zeros((n_samples, stats_word + N_CHANNELS), np.uint64)
     codes = records.view(bin_codes.dtype)
     codes[:, :n_features] = bin_codes.T
-    index = _aligned_zeros((2, n_samples), np.int32)
+    index = _aligned_zeros((3, n_samples), np.int32)
     histograms = _aligned_zeros(
         (pool_slots + MAX_BLOCKS, n_features, padded_bins(n_bins), N_CHANNELS), np.float64)
     return Workspace(codes, records.view(np.float64), index, histograms, bin_codes)

@@ -235,11 +235,17 @@ def gradient_feature_scans(*, hist, candidates, node_sums, n_value_bins, missing
 
 
 def partition(*, column, work_index, half, start, end, missing_bin, split_bin, missing_left,
-              categorical, bitset):
+              categorical, bitset, blocks=None):
     """Stable partition of ``work_index[half, start:end]`` into the other half; returns
-    how many samples go left."""
-    return partition_module.partition(column, work_index, half, start, end, missing_bin,
-                                      split_bin, missing_left, categorical, bitset)
+    how many samples go left. ``blocks``: split by that many threads' blocks
+    (``partition_in_blocks``), through the staging row ``work_index[2]``."""
+    if blocks is None:
+        return partition_module.partition(column, work_index, half, start, end,
+                                          missing_bin, split_bin, missing_left, categorical,
+                                          bitset)
+    return partition_module.partition_in_blocks(column, work_index, half, start, end,
+                                                missing_bin, split_bin, missing_left,
+                                                categorical, bitset, np.int64(blocks))
 
 
 def split_block(*, column, index_from, index_to, first, last, missing_bin, split_bin,

@@ -50,7 +50,11 @@ def _node(n_samples, node_size, seed):
 
 @pytest.mark.parametrize("n_samples,node_size", [(3000, 1000), (120_000, 90_000)])
 @pytest.mark.parametrize("split", ["numeric", "missing_left", "categorical"])
-def test_partition_is_numpys_stable_partition(n_samples, node_size, split):
+# None: the serial pass; else partition_in_blocks with that many blocks (7 of 1,000
+# samples: blocks not multiples of 16 samples, so the sixteen-lane steps' spill and the
+# scalar tails meet block edges).
+@pytest.mark.parametrize("blocks", [None, 1, 2, 7])
+def test_partition_is_numpys_stable_partition(n_samples, node_size, split, blocks):
     workspace, bin_codes, *_ = _workspace(n_samples, 3, seed=node_size)
     work_index = workspace["work_index"]
     node = _node(n_samples, node_size, seed=1)
@@ -71,7 +75,7 @@ def test_partition_is_numpys_stable_partition(n_samples, node_size, split):
         column=bin_codes[1], work_index=work_index, half=half, start=start,
         end=start + node_size, missing_bin=MISSING_BIN, split_bin=12,
         missing_left=split == "missing_left", categorical=split == "categorical",
-        bitset=bitset)
+        bitset=bitset, blocks=blocks)
     assert n_left == goes_left.sum()
     expected = np.concatenate([node[goes_left], node[~goes_left]])
     np.testing.assert_array_equal(work_index[1 - half, start:start + node_size], expected)
