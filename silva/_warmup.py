@@ -18,8 +18,9 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
-import numba as nb
 import numpy as np
+
+from silva.engine.jit import kernel
 
 # Estimator name -> the parameter sets compiled for it. Each criterion, loss and
 # splitter has kernels of its own; these are the defaults plus the common alternatives.
@@ -65,7 +66,7 @@ def _wide_features():
     return n_features + 4
 
 
-@nb.njit(cache=True)
+@kernel()
 def _cache_marker():
     """A kernel of no use but its cache entry: the workers of :func:`compile` (and of
     a cold ``silva demo``) compile it after their fits, and so does the demo's check

@@ -8,6 +8,7 @@ import textwrap
 import numba
 import numpy as np
 import pytest
+from numba.core.caching import FunctionCache
 
 import silva
 from silva.engine import cart, criteria, grower, splitting
@@ -256,6 +257,46 @@ def test_parallel_numeric_boosting_compiles_no_category_scan():
     assert bound["node_histogram"] is gradient_grower.node_histogram  # the parallel one
     assert gradient_grower.compiled_gradient_grower(parallel=True, categorical=True) is \
         gradient_grower.grow_gradient_tree
+
+
+def _silva_kernels():
+    """Every jitted function defined at the top level of silva's modules."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    kernels = {}
+    modules = [info.name for info in pkgutil.walk_packages(silva.__path__, "silva.")
+               if not info.name.startswith(("silva.dask", "silva.cli"))]
+    for name in modules:
+        module = importlib.import_module(name)
+        for attribute, value in vars(module).items():
+            if (isinstance(value, CPUDispatcher)
+                    and value.py_func.__module__ == module.__name__):
+                kernels[f"{name}.{attribute}"] = value
+    return kernels
+
+
+def test_every_kernel_is_compiled_with_the_engine_options():
+    # No C-callable wrapper (see silva.engine.jit): silva never takes a kernel's C
+    # address, and each wrapper was compiled again in every caller.
+    from silva.engine.jit import KERNEL_OPTIONS
+
+    kernels = _silva_kernels()
+    assert len(kernels) > 250  # the walk reaches the engine's modules
+    for name, kernel in kernels.items():
+        for option, value in KERNEL_OPTIONS.items():
+            if option == "cache":
+                assert isinstance(kernel._cache, FunctionCache), name
+            else:
+                assert kernel.targetoptions.get(option) == value, (name, option)
+    # Specialised copies keep them: the copies are what most fits compile.
+    grow = grower.compiled_grower(criteria.GINI, parallel=False, categorical=False,
+                                  extras=False, random=False)
+    open_node = grow.py_func.__globals__["_open_node"]
+    for copy in (grow, open_node, open_node.py_func.__globals__["find_node_split"]):
+        assert copy.targetoptions["no_cfunc_wrapper"], copy.py_func.__qualname__
 
 
 def test_specialize_refuses_a_name_the_function_does_not_read():

@@ -16,10 +16,10 @@ the total, or the mean of it and the next y when the cumulative weight equals ha
 exactly, so that silva's trees grow as scikit-learn's do.
 """
 
-import numba as nb
 import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS
+from silva.engine.jit import kernel
 from silva.engine.random import uniform
 
 _NO_SPLIT = -np.inf
@@ -29,7 +29,7 @@ _NO_SPLIT = -np.inf
 MONOTONE = False
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def weighted_median_and_deviation(sorted_y, sorted_w):
     """``(median, sum w |y - median|)`` of targets already sorted increasingly."""
     total = sorted_w.sum()
@@ -53,7 +53,7 @@ def weighted_median_and_deviation(sorted_y, sorted_w):
     return median, deviation
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def node_median_and_impurity(y, weight, sample_indices, start, end):
     """Weighted median of the node's targets and its mean absolute deviation."""
     node_y = np.empty(end - start)
@@ -67,7 +67,7 @@ def node_median_and_impurity(y, weight, sample_indices, start, end):
     return median, (deviation / total if total > 0.0 else 0.0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fenwick_add(tree, rank, value):
     i = rank
     while i < tree.shape[0]:
@@ -75,7 +75,7 @@ def _fenwick_add(tree, rank, value):
         i += i & (-i)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fenwick_prefix(tree, rank):
     total = 0.0
     i = rank
@@ -85,7 +85,7 @@ def _fenwick_prefix(tree, rank):
     return total
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fenwick_first_reaching(tree, target, strictly):
     """Smallest rank whose prefix sum is >= target (> target if ``strictly``)."""
     n = tree.shape[0] - 1
@@ -103,7 +103,7 @@ def _fenwick_first_reaching(tree, target, strictly):
     return min(position + 1, n)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _deviation(weights_tree, targets_tree, sorted_y, total_weight, total_target):
     """Sum of w |y - median| of the set held by a pair of Fenwick trees."""
     half = total_weight / 2.0
@@ -118,7 +118,7 @@ def _deviation(weights_tree, targets_tree, sorted_y, total_weight, total_target)
             + (total_target - below_target) - median * (total_weight - below_weight))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _median(weights_tree, sorted_y, total_weight):
     """Weighted median of the set held by a Fenwick tree of weights (as
     :func:`_deviation` takes it)."""
@@ -131,7 +131,7 @@ def _median(weights_tree, sorted_y, total_weight):
     return median
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _fill_tree(tree, ranks, values, positions):
     """Fenwick tree of ``values[p]`` at ``ranks[p] + 1`` for ``p`` in positions: O(n)."""
     tree[:] = 0.0
@@ -144,7 +144,7 @@ def _fill_tree(tree, ranks, values, positions):
             tree[parent] += tree[i]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def evaluate_feature_absolute_error(codes_f, is_categorical_f, sample_indices, start, end,
                                     y, weight, counts, missing_bin, node_deviation,
                                     root_weight, min_samples_leaf, min_weight_leaf,

@@ -11,17 +11,18 @@ where indexing with an offset inside the loop was 2 times slower than it. Fillin
 a scalar (``a[:] = 0``) compiles no such message and stays as it is.
 """
 
-import numba as nb
+
+from silva.engine.jit import kernel
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def copy_vector(target, source):
     """``target[:len(source)] = source`` for 1-D arrays (record arrays included)."""
     for i in range(source.shape[0]):
         target[i] = source[i]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def copy_rows(target, source):
     """``target[:len(source)] = source`` for 2-D arrays whose rows have the same
     length."""

@@ -23,6 +23,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_vector
+from silva.engine.jit import kernel
 from silva.engine.sparse import column_values, is_sparse
 
 MAX_BINS_LIMIT = 65535
@@ -31,7 +32,7 @@ MAX_BINS_LIMIT = 65535
 ALL_VALUE_BINS = 1 << 30
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def midpoint(low, high):
     """A threshold between two values that sends ``low`` left and ``high`` right."""
     # Halving before adding cannot overflow; if rounding lands on ``high`` (adjacent
@@ -66,7 +67,7 @@ _GROUP_BYTES = 1 << 27
 _BLOCK_ROWS = 256  # rows copied column by column (see _fit_numeric_bins)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _column_keys(keys):
     """Turn the float64 bits in ``keys`` into sort keys, in place.
 
@@ -97,7 +98,7 @@ def _column_keys(keys):
     return keys.shape[0] - n_missing, low, high, negative_zero != 0
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _key_value(key, negative_zero, cell):
     """The float of a present value's ``key``; ``cell``: a 1-element uint64 scratch."""
     if key == _ZERO_KEY and negative_zero:
@@ -106,7 +107,7 @@ def _key_value(key, negative_zero, cell):
     return cell.view(np.float64)[0]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _distinct_keys(keys, limit, table, distinct):
     """How many distinct present values ``keys`` holds, their keys written to
     ``distinct`` (unsorted), or ``limit + 1`` as soon as there are more than ``limit``.
@@ -146,7 +147,7 @@ def _distinct_keys(keys, limit, table, distinct):
     return n_distinct
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _sort_keys(keys, buffer, counts):
     """Sort ``keys`` into ``buffer[:keys.shape[0]]``, using ``keys`` as work space.
 
@@ -181,7 +182,7 @@ def _sort_keys(keys, buffer, counts):
         copy_vector(buffer, keys)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _plan_buckets(keys, width, route):
     """Split the keys' range into buckets, each the keys of one prefix, in key order;
     return how many there are.
@@ -214,14 +215,14 @@ def _plan_buckets(keys, width, route):
     return n_buckets
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _bucket(key, top_shift, top_mask, route):
     """The bucket of ``key`` (see _plan_buckets)."""
     c = (key >> top_shift) & top_mask
     return route[1, c] + ((key >> np.uint64(route[2, c])) & np.uint64(route[3, c]))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _count_buckets(keys, width, route, n_buckets, starts):
     """``starts[j]``: the rank of the first key of bucket ``j`` (``starts[n_buckets]``:
     how many keys)."""
@@ -234,7 +235,7 @@ def _count_buckets(keys, width, route, n_buckets, starts):
         starts[j + 1] += starts[j]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _want_edge_buckets(n_present, max_bins, n_buckets, starts, flags):
     """Flag ``_WANTED`` the buckets the quantile walk will most likely ask for: those of
     rank 0, of the last present rank and of each target's rank ceil(target) - 1, and
@@ -265,7 +266,7 @@ def _want_edge_buckets(n_present, max_bins, n_buckets, starts, flags):
             m += 1
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _copy_buckets(keys, width, route, n_buckets, starts, flags, fill, first, n_first,
                   buffer):
     """Copy the keys of the ``_WANTED`` buckets to ``buffer``, sorted, at their ranks
@@ -318,7 +319,7 @@ def _copy_buckets(keys, width, route, n_buckets, starts, flags, fill, first, n_f
         buffer[below:below + n_first[j]] = first[j]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _rank_key(starts, flags, first, n_first, buffer, cursor, rank):
     """The key of rank ``rank`` (0-based, in sorted order) and the rank one past its last
     copy, from the buckets copied to ``buffer``. Returns ``(key, end, found)``; not found
@@ -343,7 +344,7 @@ def _rank_key(starts, flags, first, n_first, buffer, cursor, rank):
     return k, end, True
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _quantile_walk(starts, flags, first, n_first, buffer, cursor, n_present, f, max_bins,
                    thresholds, lower, upper, n_value_bins, negative_zero, cell):
     """Quantile bins: close a bin at the distinct value where the running count first
@@ -389,7 +390,7 @@ def _quantile_walk(starts, flags, first, n_first, buffer, cursor, n_present, f, 
     return True
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _feature_bins(keys, f, max_bins, thresholds, lower, upper, n_value_bins, buffer,
                   table, route, starts, flags, fill, first, n_first, cursor, radix_counts,
                   cell):
@@ -460,7 +461,7 @@ def _feature_bins(keys, f, max_bins, thresholds, lower, upper, n_value_bins, buf
                    thresholds, lower, upper, n_value_bins, negative_zero, cell)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _fit_numeric_bins(X, numeric_features, max_bins, thresholds, lower, upper,
                       n_value_bins, keys, buffers):
     """Fill the bin edges of every numeric feature ``numeric_features`` of ``X``.
@@ -526,7 +527,7 @@ def _fit_numeric_bins(X, numeric_features, max_bins, thresholds, lower, upper,
                               n_first, cursor, radix_counts, cell)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _map_to_bins(X, is_categorical, padded_thresholds, missing_bin, out):
     """Bin codes of X, feature-major: ``out[f, i]`` is the bin of ``X[i, f]``.
 

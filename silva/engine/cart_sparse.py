@@ -51,10 +51,10 @@ compiles none of them. Criteria that need a node's samples in value order
 
 from collections import namedtuple
 
-import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_vector
+from silva.engine.jit import kernel
 from silva.engine.splitting import (
     DE_BRUIJN_64,
     DE_BRUIJN_POSITION,
@@ -113,7 +113,7 @@ def entries_by_row(entries, n_samples):
     return row_start, features[order]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _mark_node_features(columns, sample_indices, start, end):
     """Whether the node ``[start, end)`` has its features marked: when its rows hold
     fewer entries (on average) than there are features, each feature with an entry in
@@ -143,7 +143,7 @@ def _mark_node_features(columns, sample_indices, start, end):
     return True
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fill_node_codes(columns, f, sample_indices, start, end, out, by_sample):
     """Write feature ``f``'s code of each sample of the node ``[start, end)``: into
     ``out[0, sample]`` when ``by_sample``, else into ``out[i - start, 0]``. From the
@@ -187,7 +187,7 @@ def _fill_node_codes(columns, f, sample_indices, start, end, out, by_sample):
             out[i - start, 0] = code
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def gather_sparse_codes(f, node_codes, columns, sample_indices, start):
     """The sparse grower's :func:`~silva.engine.splitting.node_feature_codes`: feature
     ``f``'s codes of the node's rows gathered into column 0 of ``node_codes`` (the
@@ -197,14 +197,14 @@ def gather_sparse_codes(f, node_codes, columns, sample_indices, start):
     return np.int64(0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def fill_split_column(columns, f, sample_indices, start, end):
     """The split feature ``f``'s codes of the node's samples into
     ``columns.split_column[0, sample]`` (other samples' entries are left as they were)."""
     _fill_node_codes(columns, f, sample_indices, start, end, columns.split_column, True)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def compact_from_entries(columns, f, ordered_stats, start, end, node_sums, missing_bin,
                          accumulator, present_bitmap, bins, sums, missing):
     """Compact histogram of feature ``f`` in the node ``[start, end)`` from its entries;
@@ -273,7 +273,7 @@ def compact_from_entries(columns, f, ordered_stats, start, end, node_sums, missi
     return n_present
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def search_sparse_features(criterion, features, seeds, first, last, use_random,
                            use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
                            columns, sample_indices, start, end, missing_bin, lower,
@@ -342,7 +342,7 @@ def search_sparse_features(criterion, features, seeds, first, last, use_random,
 partition_node = None
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, missing_bin,
                      sample_indices, columns, ordered_codes, code_words, ordered_stats,
                      right_indices, right_words, right_stats):
@@ -363,7 +363,7 @@ def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, mi
     return result
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def order_root_samples_sparse(data, samples, buffers, root_sums):
     """The sparse grower's root step: each sample's channels into the tree's order and
     their sums (no codes are kept in order: they are always gathered)."""
@@ -377,18 +377,18 @@ def order_root_samples_sparse(data, samples, buffers, root_sums):
             root_sums[c] += stats[s, c]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def no_histogram_pool(n_slots, n_features, n_bins, n_channels):
     """The sparse grower's histogram pool: empty (it builds no dense histogram)."""
     return np.empty((n_slots, 0, n_bins, n_channels))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def no_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
     """Never called: the sparse grower's nodes are all below its histogram size."""
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def no_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
                            scratch_hist, bin_codes, ordered_stats, sample_indices,
                            histogram_min_samples, parallel_min_work):

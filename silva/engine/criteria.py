@@ -46,8 +46,10 @@ that ``min_impurity_decrease`` bounds. Split search ranks candidates by a cheape
 :mod:`silva.engine.splitting` compiles its scans; the grower does not change.
 """
 
-import numba as nb
+
 import numpy as np
+
+from silva.engine.jit import kernel
 
 GINI = 0
 ENTROPY = 1
@@ -83,7 +85,7 @@ _SUBTRACTION_ULPS = 16.0
 _LOG_2 = np.log(2.0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _zero_poisson_sum(sums, parent_sum=0.0):
     """Whether a Poisson node's target sum counts as zero: ``sum w y <= EPSILON`` as in
     scikit-learn, with EPSILON taken in the node's mean sample weight ``sum w / n`` (1
@@ -132,7 +134,7 @@ def build_statistics(criterion, y, sample_weight, n_classes):
     return stats
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def node_weight(criterion, sums):
     """Total sample weight of a node from its channel sums."""
     if criterion < SQUARED_ERROR:
@@ -150,7 +152,7 @@ def node_weight(criterion, sums):
 # fit compiled all five in impurity, about half a second).
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def gini_impurity(criterion, sums):
     """Gini impurity ``1 - sum_k p_k^2`` (also twoing's node impurity)."""
     weight = node_weight(criterion, sums)
@@ -163,7 +165,7 @@ def gini_impurity(criterion, sums):
     return 1.0 - squares
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def entropy_impurity(criterion, sums):
     """Entropy in bits, ``-sum_k p_k log2 p_k`` (also gain ratio's)."""
     weight = node_weight(criterion, sums)
@@ -177,7 +179,7 @@ def entropy_impurity(criterion, sums):
     return entropy / _LOG_2
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def misclassification_impurity(criterion, sums):
     """Misclassification rate ``1 - max_k p_k``."""
     weight = node_weight(criterion, sums)
@@ -189,7 +191,7 @@ def misclassification_impurity(criterion, sums):
     return 1.0 - largest / weight
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def poisson_impurity(criterion, sums):
     """Half Poisson deviance per unit weight, ``(sum w y log y - sum w y log mean) / w``."""
     weight = node_weight(criterion, sums)
@@ -198,7 +200,7 @@ def poisson_impurity(criterion, sums):
     return (sums[3] - sums[2] * np.log(sums[2] / weight)) / weight
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def variance_impurity(criterion, sums):
     """Weighted variance (squared_error, friedman_mse, and absolute_error's fallback)."""
     weight = node_weight(criterion, sums)
@@ -208,7 +210,7 @@ def variance_impurity(criterion, sums):
     return max(sums[3] / weight - mean * mean, 0.0)
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def impurity(criterion, sums):
     """Impurity of a node from its channel sums (absolute_error: see module docstring),
     the criterion chosen at run time (for callers that serve every criterion)."""
@@ -234,7 +236,7 @@ IMPURITY_OF_CRITERION = {
 }
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def improvement(criterion, parent, left, right, parent_impurity, root_weight):
     """Weighted impurity decrease of splitting ``parent`` into ``left`` and ``right``.
 
@@ -278,7 +280,7 @@ def improvement(criterion, parent, left, right, parent_impurity, root_weight):
 # child weighs less than ``min_weight`` or nothing (or, for Poisson, has a zero mean).
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def gini_proxy(left, parent, min_weight):
     left_weight = 0.0
     right_weight = 0.0
@@ -296,7 +298,7 @@ def gini_proxy(left, parent, min_weight):
     return left_squares / left_weight + right_squares / right_weight
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def entropy_proxy(left, parent, min_weight):
     # sum_k l_k ln(l_k / w_l) = sum_k l_k ln l_k - w_l ln w_l. Each child's term is
     # finished on its own and the two added last, so that a split and its mirror image
@@ -321,7 +323,7 @@ def entropy_proxy(left, parent, min_weight):
             + (right_score - right_weight * np.log(right_weight)))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def misclassification_proxy(left, parent, min_weight):
     left_weight = 0.0
     right_weight = 0.0
@@ -339,7 +341,7 @@ def misclassification_proxy(left, parent, min_weight):
     return largest_left + largest_right
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def twoing_proxy(left, parent, min_weight):
     # p_L p_R / 4 (sum_k |l_k / w_l - r_k / w_r|)^2
     #   = (sum_k |l_k w_r - r_k w_l|)^2 / (4 w^2 w_l w_r); 4 w^2 is the same for every
@@ -358,7 +360,7 @@ def twoing_proxy(left, parent, min_weight):
     return total * total / (left_weight * right_weight)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def gain_ratio_proxy(left, parent, min_weight):
     # In nats and multiplied by w (the ratio is unchanged):
     #   w gain = w ln w - sum_k p_k ln p_k + sum_k (l_k ln l_k + r_k ln r_k)
@@ -391,7 +393,7 @@ def gain_ratio_proxy(left, parent, min_weight):
     return (sizes - parent_terms + children) / sizes
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def variance_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -402,7 +404,7 @@ def variance_proxy(left, parent, min_weight):
     return left_sum * left_sum / left_weight + right_sum * right_sum / right_weight
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def poisson_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -420,7 +422,7 @@ def poisson_proxy(left, parent, min_weight):
             + right_sum * np.log(right_sum / right_weight))
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def leaf_value(criterion, sums, out):
     """Write a leaf's prediction: class fractions, or the weighted mean of y."""
     weight = node_weight(criterion, sums)
@@ -431,7 +433,7 @@ def leaf_value(criterion, sums, out):
         out[0] = sums[2] / weight if weight > 0.0 else 0.0
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def category_score(criterion, sums, target_class):
     """Score that orders categories before a categorical split is scanned.
 
@@ -523,7 +525,7 @@ def multi_output_statistics(criterion, Y, sample_weight, n_classes):
     return stats
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _n_class_outputs(class_total, weight):
     """Outputs of a multi-output classification node: its class channels hold each
     sample's weight once per output, so they sum to ``n_outputs * weight`` (up to
@@ -531,7 +533,7 @@ def _n_class_outputs(class_total, weight):
     return max(1.0, np.floor(class_total / weight + 0.5))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def multi_output_impurity(criterion, sums):
     """Mean over the outputs of the per-output impurity (gini, entropy in bits, or
     variance), from the channel sums of the layouts above."""
@@ -561,7 +563,7 @@ def multi_output_impurity(criterion, sums):
     return total / n_outputs
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def multi_output_improvement(criterion, parent, left, right, parent_impurity, root_weight):
     """:func:`improvement` for the multi-output codes: the mean over the outputs of the
     weighted impurity decrease, or for friedman_mse the mean over the outputs of
@@ -589,7 +591,7 @@ def multi_output_improvement(criterion, parent, left, right, parent_impurity, ro
     return weight / root_weight * decrease, left_impurity, right_impurity
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def multi_output_leaf_value(criterion, sums, out):
     """A multi-output leaf's values: the channels after the weight divided by it, that
     is the class fractions of every output or each output's weighted mean."""
@@ -603,7 +605,7 @@ def multi_output_leaf_value(criterion, sums, out):
 # the weighted impurity decrease does (scikit-learn's multi-output proxies).
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def multi_gini_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight
@@ -619,7 +621,7 @@ def multi_gini_proxy(left, parent, min_weight):
     return left_squares / left_weight + right_squares / right_weight
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def multi_entropy_proxy(left, parent, min_weight):
     # sum_o sum_k l_ok ln(l_ok / w_l) = sum_c l_c ln l_c - n_outputs w_l ln w_l
     left_weight = left[1]
@@ -641,7 +643,7 @@ def multi_entropy_proxy(left, parent, min_weight):
                                 + right_weight * np.log(right_weight))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def multi_variance_proxy(left, parent, min_weight):
     left_weight = left[1]
     right_weight = parent[1] - left_weight

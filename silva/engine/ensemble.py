@@ -22,6 +22,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine import sparse as sparse_module
+from silva.engine.jit import kernel
 from silva.engine.sparse import csr_rows, is_sparse, rowwise, stored_value
 from silva.engine.specialize import serial_copy
 from silva.engine.tree import Tree
@@ -70,7 +71,7 @@ def _make_leaves_loop(walk, leaf, local):
     walk["feature_flags"][leaf] = 0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _leaf(x_row, offset, walk, bitsets):
     """Packed row of the leaf reached by ``x_row`` in the tree whose root is ``offset``.
 
@@ -136,7 +137,7 @@ def _block_rows(n_rows, n_columns):
     return max(1, -(-n_rows // n_blocks))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _step(X, i, node, offset, walk):
     """The next node of row ``i`` below ``node`` (``node`` itself at a leaf), for trees
     without categorical splits, computed without a branch.
@@ -156,7 +157,7 @@ def _step(X, i, node, offset, walk):
     return offset + np.int64(record.left) + 1 - go_left  # the right child is left + 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _leaves8(X, i, offset, walk):
     """Leaves of rows ``i`` to ``i + 7`` (trees without categorical splits): eight walks
     interleaved, one step each per round until none moves, so that the eight chains of
@@ -178,7 +179,7 @@ def _leaves8(X, i, offset, walk):
             return n0, n1, n2, n3, n4, n5, n6, n7
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _block_leaves(X, first, last, offset, walk, bitsets, leaves):
     """``leaves[i - first]`` = packed row of the leaf of row ``i`` in the tree rooted at
     ``offset``, for rows ``first..last-1``."""
@@ -194,7 +195,7 @@ def _block_leaves(X, first, last, offset, walk, bitsets, leaves):
         i += 1
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _apply_packed(X, first_tree, last_tree, node_offset, walk, bitsets, block_rows):
     n_rows = X.shape[0]
     leaves = np.empty((n_rows, last_tree - first_tree), dtype=np.int64)
@@ -210,7 +211,7 @@ def _apply_packed(X, first_tree, last_tree, node_offset, walk, bitsets, block_ro
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value, tree_weight,
                     output_column, out, block_rows):
     n_values = value.shape[1]
@@ -238,7 +239,7 @@ def _predict_packed(X, first_tree, last_tree, node_offset, walk, bitsets, value,
 # dense ones bit for bit: every row adds its trees in the same order.
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _row_leaf(indices, data, start, stop, offset, walk, bitsets):
     """Packed row of the leaf reached, in the tree rooted at ``offset``, by the sparse
     row whose entries are ``indices[start:stop]``/``data[start:stop]``; the decisions of
@@ -267,7 +268,7 @@ def _row_leaf(indices, data, start, stop, offset, walk, bitsets):
         node = offset + (left if go_left else left + 1)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _apply_packed_rows(indptr, indices, data, first_tree, last_tree, node_offset, walk,
                        bitsets, block_rows):
     """:func:`_apply_packed` over the CSR rows of a sparse X."""
@@ -286,7 +287,7 @@ def _apply_packed_rows(indptr, indices, data, first_tree, last_tree, node_offset
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _predict_packed_rows(indptr, indices, data, first_tree, last_tree, node_offset, walk,
                          bitsets, value, tree_weight, output_column, out, block_rows):
     """:func:`_predict_packed` over the CSR rows of a sparse X: the same sums, in the
@@ -341,7 +342,7 @@ def _scatter_rows(n_columns, block_rows):
     return max(1, min(block_rows, rows))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _scatter(indptr, indices, data, start, stop, scratch, fill):
     """Row ``start + r`` of the CSR into ``scratch[r]`` for ``start <= row < stop``:
     each stored entry's value (``fill``) or 0.0 (``not fill``, to clear it again)."""
@@ -350,7 +351,7 @@ def _scatter(indptr, indices, data, start, stop, scratch, fill):
             scratch[i - start, indices[j]] = data[j] if fill else 0.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _apply_packed_scattered(indptr, indices, data, n_columns, first_tree, last_tree,
                             node_offset, walk, bitsets, block_rows, scratch_rows):
     """:func:`_apply_packed` over the CSR rows of a sparse X, scattered (see above)."""
@@ -374,7 +375,7 @@ def _apply_packed_scattered(indptr, indices, data, n_columns, first_tree, last_t
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _predict_packed_scattered(indptr, indices, data, n_columns, first_tree, last_tree,
                               node_offset, walk, bitsets, value, tree_weight,
                               output_column, out, block_rows, scratch_rows):
@@ -403,7 +404,7 @@ def _predict_packed_scattered(indptr, indices, data, n_columns, first_tree, last
             _scatter(indptr, indices, data, start, stop, scratch, False)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_out_of_bag_row(x, i, t, b, y, inbag, is_classification, node_offset, walk,
                         bitsets, value, sums, counts, curve):
     """Row ``i`` (values ``x``) after tree ``t``, in row block ``b``: its leaf's values
@@ -429,7 +430,7 @@ def _add_out_of_bag_row(x, i, t, b, y, inbag, is_classification, node_offset, wa
     curve[b, t, 1] += 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _out_of_bag_scattered(indptr, indices, data, n_columns, y, inbag, is_classification,
                           node_offset, walk, bitsets, value, sums, counts, curve,
                           block_size, scratch_rows):
@@ -455,7 +456,7 @@ def _out_of_bag_scattered(indptr, indices, data, n_columns, y, inbag, is_classif
             _scatter(indptr, indices, data, start, stop, scratch, False)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _out_of_bag(X, y, inbag, is_classification, node_offset, walk, bitsets, value, sums,
                 counts, curve, block_size):
     """Out-of-bag sums of the trees' values per row, and the OOB loss after each tree.
@@ -478,7 +479,7 @@ def _out_of_bag(X, y, inbag, is_classification, node_offset, walk, bitsets, valu
                                     node_offset, walk, bitsets, value, sums, counts, curve)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _weighted_quantiles(X, node_offset, walk, bitsets, leaf_offset, node_start, node_end,
                         leaf_samples, leaf_weights, y_rank, y_sorted, quantiles, out):
     """Quantiles of the forest's weighted empirical distribution of y at each row.
@@ -522,7 +523,7 @@ def _weighted_quantiles(X, node_offset, walk, bitsets, leaf_offset, node_start, 
             out[i, q] = answer
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _siblings_adjacent_order(children_left, children_right):
     """Breadth-first renumbering of a tree in which each split's children are adjacent.
 
@@ -542,7 +543,7 @@ def _siblings_adjacent_order(children_left, children_right):
     return order
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _siblings_adjacent(children_left, children_right):
     """Whether each split's right child is its left child + 1 and comes after its
     parent. One compiled pass: the same test in numpy was about 15 us per tree, a part
@@ -554,7 +555,7 @@ def _siblings_adjacent(children_left, children_right):
     return True
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _write_walk(walk, children_left, feature, threshold, missing_go_to_left,
                 is_categorical):
     """Fill ``walk``, one tree's packed records (see :data:`WALK_DTYPE`), from its

@@ -26,10 +26,11 @@ import numpy as np
 
 from silva.engine.gradient_histogram import _subtract, feature_share_histogram
 from silva.engine.gradient_splitting import SCAN_SCRATCH_ROWS, numeric_feature_scan, scan_feature
+from silva.engine.jit import kernel
 from silva.engine.specialize import specialize
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def children_pass(built, parent, build, subtract, codes, index, stats, start, end,
                   two_lanes, statistics, pool, slots, candidates, n_candidates, marks,
                   n_value_bins, is_categorical, monotonic, missing_bin, node_sums, params,

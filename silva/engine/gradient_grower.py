@@ -51,7 +51,6 @@ monotonic and interaction constraints, and a FIFO depthwise order.
 
 from collections import namedtuple
 
-import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_vector
@@ -85,6 +84,7 @@ from silva.engine.gradient_splitting import (
     leaf_output,
     numeric_split_finder,
 )
+from silva.engine.jit import kernel
 from silva.engine.nodes import (
     BEST_FIRST,
     BREADTH_FIRST,
@@ -159,7 +159,7 @@ def gradient_rules(params, max_depth, max_leaf_nodes, depthwise, features_per_no
                          interaction_sets)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def node_candidates(path_row, feature_mask, interaction_sets, features_per_node, rng_state,
                      candidates):
     """Features a node may split on, increasing; returns how many."""
@@ -205,7 +205,7 @@ def node_candidates(path_row, feature_mask, interaction_sets, features_per_node,
     return n
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _leaf_samples(table, work_index, sample_indices):
     """Every leaf's samples, from whichever half of the workspace holds them, into
     ``sample_indices[start:end]``. A vectorised copy of two views per leaf (see
@@ -218,7 +218,7 @@ def _leaf_samples(table, work_index, sample_indices):
                         work_index[row.data_half, row.start:row.end])
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categorical,
                  bitset_row):
     """Total weight (channel ``WEIGHT_CHANNEL`` of one feature's histogram ``hist_f``) of
@@ -231,7 +231,7 @@ def left_weight(hist_f, n_bins_f, missing_bin, split_bin, missing_left, categori
     return total
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def new_search_buffers(n_features, n_bins, n_words, seed):
     rng_state = np.empty(1, dtype=np.uint64)
     rng_state[0] = seed
@@ -247,7 +247,7 @@ def new_search_buffers(n_features, n_bins, n_words, seed):
 # took the named tuples, or were called apart (each call passing the tuples' arrays as
 # some hundred scalar arguments), added a few hundred nanoseconds per node: forests of
 # fully grown trees (five features searched per node) grew 20-30% slower.
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _is_constrained(rules):
     if rules.params[MAX_DELTA_STEP] > 0.0:
         return True
@@ -257,7 +257,7 @@ def _is_constrained(rules):
     return False
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fill_node(row, sums, params):
     """Fill the new node ``row`` (its sample range, depth, bounds, slot and data half
     already set) from its channel ``sums``: weights, sums and its Newton value."""
@@ -276,7 +276,7 @@ def _fill_node(row, sums, params):
     row.split_gain = -np.inf
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _open_pending_node(table, paths, node, parent, is_left, pending_node, sums, depth,
                        params):
     """Make the pending node ``pending_node`` (its range, bounds, histogram slot and data
@@ -299,7 +299,7 @@ def _open_pending_node(table, paths, node, parent, is_left, pending_node, sums, 
     _fill_node(row, sums, params)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _accept_split(row, node_bitset, hist, gain, feature, split_bin, missing_left,
                   n_value_bins, is_categorical, missing_bin, feature_left, feature_bitset):
     """Keep the split found for ``row`` when it gains anything. Returns whether it was
@@ -322,7 +322,7 @@ def _accept_split(row, node_bitset, hist, gain, feature, split_bin, missing_left
     return True
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _apply_split(row, is_categorical, bin_thresholds):
     """Write the node's chosen split as its decision rule."""
     feature = row.split_feature
@@ -339,7 +339,7 @@ def _apply_split(row, is_categorical, bin_thresholds):
         row.threshold = bin_thresholds[feature, row.split_bin]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _set_children(pending, pending_sums, row, n_left, half, params, monotonic, max_depth,
                   room):
     """The two children of the split node ``row``: sample ranges, channel sums, value
@@ -395,7 +395,7 @@ def _set_children(pending, pending_sums, row, n_left, half, params, monotonic, m
         )
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, seed, threads,
                        statistics):
     """Grow one tree on the samples ``sample_indices`` (increasing; reordered in place).
@@ -620,7 +620,7 @@ def grow_gradient_tree(workspace, data, rules, sample_indices, feature_mask, see
     return table, bitsets[:n_nodes].copy()
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def grow_sparse_gradient_tree(workspace, data, rules, sample_indices, feature_mask, seed,
                               statistics):
     """:func:`grow_gradient_tree` on a sparse workspace

@@ -48,6 +48,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from silva.engine.jit import kernel
 from silva.engine.specialize import specialize
 
 #: The grower's buffers for one fit (:func:`make_workspace`).
@@ -197,7 +198,7 @@ def make_workspace(bin_codes, n_bins, pool_slots=4):
     return Workspace(codes, records.view(np.float64), index, histograms, bin_codes)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fill_sample(s, statistics, stats):
     """The channels ``(1, w_s g_s, w_s h_s, w_s)`` of sample ``s`` into its record (the
     last four columns of the workspace's ``stats``), from ``statistics`` (a
@@ -336,14 +337,14 @@ def has_parallel_passes(n_features, n_samples, n_trees=1):
             or (n_samples >= min_rows and n_features >= 2 * MIN_PART_FEATURES))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _n_blocks(n_rows):
     """Row blocks of a parallel pass over ``n_rows`` rows: a function of the row count
     only, never of the number of threads, so that results do not depend on it."""
     return min(MAX_BLOCKS, max(1, n_rows // BLOCK_ROWS))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistics, fill):
     """``hist`` (zeroed first) += the channels of the samples ``index[start:end]``, bin by
     bin, in that order: all four channels, or with a 2-channel ``hist`` the gradient and
@@ -353,7 +354,7 @@ def _histogram_rows(hist, codes, index, stats, start, end, n_features, statistic
                                 np.int64(n_features), statistics, fill)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _histogram_rows_of_features(hist, codes, index, stats, start, end, first_feature,
                                 last_feature, statistics, fill):
     """:func:`_histogram_rows` for the features ``first_feature..last_feature - 1`` only
@@ -365,7 +366,7 @@ def _histogram_rows_of_features(hist, codes, index, stats, start, end, first_fea
                           last_feature, statistics, fill)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_rows_of_features(hist, codes, index, stats, start, end, first_feature,
                           last_feature, statistics, fill):
     """``hist`` += the channels of the samples ``index[start:end]`` for the features
@@ -398,7 +399,7 @@ def _add_rows_of_features(hist, codes, index, stats, start, end, first_feature,
                         last_feature)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features,
                      n_blocks, statistics, fill):
     n_rows = end - start
@@ -407,7 +408,7 @@ def _histogram_block(k, hist, parts, codes, index, stats, start, end, n_features
                     start + (k + 1) * n_rows // n_blocks, n_features, statistics, fill)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _subtract(target, source):
     """``target -= source`` for two C-contiguous arrays of one shape, as one flat loop:
     numba's in-place array operator took 8 times longer on a (28, 261, 4) histogram
@@ -418,7 +419,7 @@ def _subtract(target, source):
         target_flat[i] -= source_flat[i]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_blocks(f, hist, parts, n_blocks):
     # Blocks in order: the same sums whatever thread computed which block. One flat
     # loop per block: three nested loops over bins and channels took 3.5 times longer.
@@ -429,7 +430,7 @@ def _add_blocks(f, hist, parts, n_blocks):
             target[i] += source[i]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features, n_blocks,
                       statistics, fill):
     for k in nb.prange(n_blocks):
@@ -439,7 +440,7 @@ def _histogram_blocks(hist, parts, codes, index, stats, start, end, n_features, 
         _add_blocks(f, hist, parts, n_blocks)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _histogram_feature_range(hist, scratch, codes, index, stats, start, end, first, last,
                              n_blocks, chunk_rows, tile_features, statistics):
     """The sums of the features ``first..last - 1`` over the node's samples: block 0's
@@ -472,7 +473,7 @@ def _histogram_feature_range(hist, scratch, codes, index, stats, start, end, fir
                 sums[e] += block_sums[e]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _histogram_feature_ranges_parallel(hist, scratch, codes, index, stats, start, end,
                                        n_features, n_blocks, n_parts, chunk_rows,
                                        tile_features, statistics):
@@ -484,7 +485,7 @@ def _histogram_feature_ranges_parallel(hist, scratch, codes, index, stats, start
                                  tile_features, statistics)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _fill_records_parallel(index, start, end, stats, statistics):
     n_chunks = min(MAX_BLOCKS, max(1, (end - start) // BLOCK_ROWS))
     for k in nb.prange(n_chunks):
@@ -493,13 +494,13 @@ def _fill_records_parallel(index, start, end, stats, statistics):
             _fill_sample(np.int64(index[i]), statistics, stats)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _fill_records(index, start, end, stats, statistics):
     for i in range(start, end):
         _fill_sample(np.int64(index[i]), statistics, stats)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _sum_node_tiled(hist, scratch, codes, index, stats, start, end, n_features, threads,
                     statistics, fill):
     """:func:`_sum_node` for wide data (see :func:`wide_node_histogram`): chunks of
@@ -525,7 +526,7 @@ def _sum_node_tiled(hist, scratch, codes, index, stats, start, end, n_features, 
                                  statistics)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads, statistics,
               fill):
     if WIDE:
@@ -548,21 +549,21 @@ def _sum_node(hist, parts, codes, index, stats, start, end, n_features, threads,
             _add_blocks(f, hist, parts, n_blocks)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _two_lane_view(hist):
     """The first half of a 4-channel histogram's memory as a 2-channel histogram of the
     same leading shape."""
     return hist.reshape(-1)[:hist.size // 2].reshape(hist.shape[:-1] + (2,))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _adds_two_lanes(two_lanes, n_rows):
     """Whether a pass over ``n_rows`` samples of a fit allowed two lanes (``two_lanes``)
     adds only the gradient and hessian: from ``TWO_LANES_MIN_ROWS`` rows."""
     return two_lanes and n_rows >= TWO_LANES_MIN_ROWS
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _widen(hist):
     """In place: the (gradient, hessian) histogram held by :func:`_two_lane_view` of
     ``hist`` becomes the 4-channel ``(hessian, gradient, hessian, hessian)`` one (count
@@ -581,7 +582,7 @@ def _widen(hist):
 
 # Inlined: called apart, its code was optimised once on its own and again in the
 # parallel loop that calls it (a cold first fit about 2 s longer).
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def feature_share_histogram(hist, codes, index, stats, start, end, first_feature,
                             last_feature, two_lanes, statistics):
     """The rows ``first_feature..last_feature - 1`` of the histogram ``hist`` (n_features,
@@ -609,7 +610,7 @@ def feature_share_histogram(hist, codes, index, stats, start, end, first_feature
             _widen(hist[f])
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def node_histogram(hist, parent, parts, codes, index, stats, start, end, n_features,
                    subtract, threads, two_lanes, statistics, fill):
     """The node's histogram ``hist`` (n_features, n_bins, 4) and, with ``subtract``,

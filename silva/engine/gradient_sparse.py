@@ -43,7 +43,6 @@ bins (a few per sparse feature), not with ``rows x features``.
 
 from collections import namedtuple
 
-import numba as nb
 import numpy as np
 
 from silva.engine.gradient_histogram import N_CHANNELS
@@ -54,6 +53,7 @@ from silva.engine.gradient_splitting import (
     scan_categorical,
     scan_numeric,
 )
+from silva.engine.jit import kernel
 from silva.engine.nodes import LEAF
 from silva.engine.partition import goes_left
 
@@ -113,7 +113,7 @@ def make_sparse_workspace(entries, n_value_bins, missing_bin, n_samples, pool_sl
         np.empty(n_samples, dtype=column_codes.dtype))
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def sparse_node_histogram(hist, parent, workspace, index, start, end, subtract, statistics,
                           fill, totals):
     """The ragged histogram ``hist`` (total_bins, 4) of the samples ``index[start:end]``
@@ -166,7 +166,7 @@ def sparse_node_histogram(hist, parent, workspace, index, start, end, subtract, 
             parent_flat[e] -= flat[e]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def fill_feature_column(column, workspace, feature):
     """``column`` (n_samples) := feature ``feature``'s bin code of every sample: its
     default code, then its non-default entries."""
@@ -177,7 +177,7 @@ def fill_feature_column(column, workspace, feature):
         column[workspace.column_rows[k]] = workspace.column_codes[k]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def feature_bins(hist, bin_offsets, feature):
     """Feature ``feature``'s slice of a ragged histogram and its local missing bin (the
     slice's last)."""
@@ -186,7 +186,7 @@ def feature_bins(hist, bin_offsets, feature):
     return hist[lo:hi], hi - lo - 1
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def find_best_sparse_split(hist, bin_offsets, default_bin, candidates, n_candidates,
                            n_value_bins, is_categorical, monotonic, node_sums, params,
                            lower, upper, constrained, feature_score, feature_bin,
@@ -227,7 +227,7 @@ def find_best_sparse_split(hist, bin_offsets, default_bin, candidates, n_candida
                               constrained, feature_score, feature_bin, feature_missing_left)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def sample_code(workspace, sample, feature, missing_bin):
     """Sample ``sample``'s bin code of feature ``feature`` (the binner's code, the
     missing bin ``missing_bin`` included): its entry's, found by a binary search of the
@@ -252,7 +252,7 @@ def sample_code(workspace, sample, feature, missing_bin):
     return np.int64(workspace.default_code[feature])
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def add_leaf_values_sparse(raw, column, rows, workspace, table, bitsets, missing_bin,
                            leaf_values):
     """``raw[s, column] += leaf_values[leaf of s]`` for ``s`` in ``rows`` (samples the tree

@@ -37,10 +37,10 @@ Features are scanned one after the other into per-feature results; the best is t
 picked, the lowest feature index winning ties.
 """
 
-import numba as nb
 import numpy as np
 
 from silva.engine.binning import ALL_VALUE_BINS
+from silva.engine.jit import kernel
 from silva.engine.specialize import specialize, specialize_options
 
 NO_GAIN = -np.inf
@@ -58,7 +58,7 @@ MAX_DELTA_STEP = 5
 N_PARAMS = 6
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def threshold_l1(g, l1):
     """Soft thresholding ``sign(g) max(|g| - l1, 0)``."""
     if g > l1:
@@ -68,7 +68,7 @@ def threshold_l1(g, l1):
     return 0.0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def leaf_output(g, h, l1, l2, max_delta_step, lower, upper):
     """Leaf weight ``-T(G)/(H+lambda)`` clipped to ``max_delta_step`` and ``[lower, upper]``."""
     denominator = h + l2
@@ -80,7 +80,7 @@ def leaf_output(g, h, l1, l2, max_delta_step, lower, upper):
     return min(max(w, lower), upper)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def leaf_score(g, h, l1, l2):
     """Objective reduction of the optimal unclipped weight, ``T(G)^2 / (H + lambda)``."""
     denominator = h + l2
@@ -90,13 +90,13 @@ def leaf_score(g, h, l1, l2):
     return t * t / denominator
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def score_given_output(g, h, l1, l2, w):
     """Objective reduction ``-(2 T(G) w + (H + lambda) w^2)`` at a given weight ``w``."""
     return -(2.0 * threshold_l1(g, l1) * w + (h + l2) * w * w)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def node_score(sums, params, lower, upper, constrained):
     """The node's own score (subtracted from the children's in a split's gain)."""
     if not constrained:
@@ -106,7 +106,7 @@ def node_score(sums, params, lower, upper, constrained):
     return score_given_output(sums[1], sums[2], params[L1], params[L2], w)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone, constrained):
     """Children's total score of a candidate, or NO_GAIN when a rule rejects it."""
     rc = node_sums[0] - lc
@@ -130,7 +130,7 @@ def _candidate_score(lc, lg, lh, node_sums, params, lower, upper, monotone, cons
     return score_given_output(lg, lh, l1, l2, wl) + score_given_output(rg, rh, l1, l2, wr)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
                      min_child_weight, scores):
     """``scores[b]``: the children's total score (``leaf_score`` of each side) of the
@@ -169,7 +169,7 @@ def _children_scores(left, n_candidates, node_sums, l1, l2, min_samples_leaf,
 SCAN_SCRATCH_ROWS = 5
 
 
-@nb.njit(cache=True, error_model="numpy", _nrt=False)
+@kernel(_nrt=False)
 def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper, monotone,
                  constrained, best_left, scratch):
     """Best threshold of one numeric feature.
@@ -269,7 +269,7 @@ def scan_numeric(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
     return best, best_bin, best_missing_left
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, upper,
                      constrained, best_left, bitset):
     """Best category set of one categorical feature (LightGBM's ordering by G/(H+lambda)).
@@ -331,7 +331,7 @@ def scan_categorical(hist_f, n_bins_f, missing_bin, node_sums, params, lower, up
     return best, missing_left
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, node_sums,
                  params, lower, upper, constrained, feature_score, feature_bin,
                  feature_missing_left, feature_left, feature_bitset, scratch):
@@ -353,7 +353,7 @@ def scan_feature(f, hist, n_value_bins, is_categorical, monotonic, missing_bin, 
     feature_missing_left[f] = missing_left
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical, monotonic,
                     missing_bin, node_sums, params, lower, upper, constrained,
                     feature_score, feature_bin, feature_missing_left, feature_left,
@@ -378,7 +378,7 @@ def find_best_split(hist, candidates, n_candidates, n_value_bins, is_categorical
                               constrained, feature_score, feature_bin, feature_missing_left)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def best_scanned_split(candidates, n_candidates, node_sums, params, lower, upper,
                        constrained, feature_score, feature_bin, feature_missing_left):
     """:func:`find_best_split`'s result from its candidates' scans (``feature_*``)."""

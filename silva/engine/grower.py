@@ -30,7 +30,6 @@ import functools
 import threading
 from collections import namedtuple
 
-import numba as nb
 import numpy as np
 
 from silva.engine import cart_sparse
@@ -50,6 +49,7 @@ from silva.engine.criteria import (
     node_weight,
 )
 from silva.engine.histogram import build_histogram, serial_kernels, subtract_histogram
+from silva.engine.jit import kernel
 from silva.engine.monotone import clip_node_value, middle_value
 from silva.engine.nodes import (
     BEST_FIRST,
@@ -281,7 +281,7 @@ def run_grower(grower, data, rules, samples, monotonic_cst):
     return table, values[:n_nodes].copy(), bitsets[:n_nodes].copy()
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _new_frontier(buffers):
     """The grower's empty frontier: :func:`silva.engine.nodes.new_frontier`'s list,
     which best-first growth keeps as a heap. The copies that grow depth-first alone
@@ -289,14 +289,14 @@ def _new_frontier(buffers):
     return new_frontier()
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _new_stack_frontier(buffers):
     """:func:`_new_frontier` of the copies that grow depth-first alone: a stack in
     ``buffers.frontier_stack`` (see :func:`silva.engine.nodes.push_array_stack`)."""
     return new_array_stack(buffers.frontier_stack)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _order_root_samples(data, samples, buffers, root_sums):
     """Copy every sample's codes and channels into the tree's order; sum the channels."""
     n_features = data.n_value_bins.shape[0]
@@ -318,7 +318,7 @@ def _order_root_samples(data, samples, buffers, root_sums):
             root_sums[c] += stats[s, c]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _fill_node(row, sums, node_values, rules, y, weight, sample_indices):
     """Fill the new node ``row`` (its sample range, depth and histogram slot already set)
     from its channel ``sums``: impurity, value, weights. Returns ``(splittable,
@@ -351,7 +351,7 @@ def _fill_node(row, sums, node_values, rules, y, weight, sample_indices):
     return splittable, node_impurity
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_left,
                   rules, is_categorical, split_scratch, split_bitset):
     """Keep the split found for ``row`` unless the significance test or
@@ -373,7 +373,7 @@ def _accept_split(row, node_bitset, sums, gain, feature, last_left_bin, missing_
     return True
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_bin,
                sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
                right_indices, right_words, right_stats):
@@ -452,7 +452,7 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
     return n_left, largest_left_bin, smallest_right_bin
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_categorical,
                  missing_bin, bin_lower, bin_upper):
     """Write the node's chosen split as its decision rule."""
@@ -475,7 +475,7 @@ def _apply_split(row, node_bitset, largest_left_bin, smallest_right_bin, is_cate
         node_bitset[:] = 0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _open_node(table, node_sums, values, bitsets, pool, scratch_hist, node, rules, y,
                weight, sample_indices, bin_codes, ordered_codes, ordered_stats, stats,
                root_weight, n_value_bins, is_categorical, missing_bin, bin_lower,
@@ -512,7 +512,7 @@ def _open_node(table, node_sums, values, bitsets, pool, scratch_hist, node, rule
     return opened
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _split_node(table, node, bitsets, pending_sums, is_categorical, missing_bin,
                 sample_indices, bin_codes, ordered_codes, code_words, ordered_stats,
                 right_indices, right_words, right_stats, bin_lower, bin_upper):
@@ -530,7 +530,7 @@ def _split_node(table, node, bitsets, pending_sums, is_categorical, missing_bin,
     return n_left
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots,
                          scratch_hist, bin_codes, ordered_stats, sample_indices,
                          histogram_min_samples, parallel_min_work):
@@ -556,7 +556,7 @@ def _children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots
     return pool
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def grow_tree(data, rules, samples, buffers, monotonic_cst):
     """Grow one tree and return its arrays; ``samples.sample_indices`` is reordered in
     place (each node's samples contiguous, as the node table's ranges say).

@@ -14,6 +14,7 @@ the work.
 
 import numba as nb
 
+from silva.engine.jit import kernel
 from silva.engine.specialize import specialize
 
 # Bound to False in the serial copies (:func:`serial_kernels`), which then compile no
@@ -21,7 +22,7 @@ from silva.engine.specialize import specialize
 PARALLEL = True
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _accumulate_feature(hist_f, codes_f, node_stats, sample_indices, start, end):
     n_channels = node_stats.shape[1]
     hist_f[:, :] = 0.0
@@ -31,19 +32,19 @@ def _accumulate_feature(hist_f, codes_f, node_stats, sample_indices, start, end)
             hist_f[b, c] += node_stats[i - start, c]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _build_parallel(hist, bin_codes, node_stats, sample_indices, start, end):
     for f in nb.prange(bin_codes.shape[0]):
         _accumulate_feature(hist[f], bin_codes[f], node_stats, sample_indices, start, end)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _build_serial(hist, bin_codes, node_stats, sample_indices, start, end):
     for f in range(bin_codes.shape[0]):
         _accumulate_feature(hist[f], bin_codes[f], node_stats, sample_indices, start, end)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def build_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, parallel):
     """Fill ``hist`` (n_features, n_bins, n_channels) for samples ``[start, end)``.
 
@@ -57,7 +58,7 @@ def build_histogram(hist, bin_codes, ordered_stats, sample_indices, start, end, 
         _build_serial(hist, bin_codes, node_stats, sample_indices, start, end)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _subtract_feature(parent_f, child_f):
     # Written out: an array expression compiles numba's shape check and the string
     # formatting of its message (see silva.engine.array_copy).
@@ -66,13 +67,13 @@ def _subtract_feature(parent_f, child_f):
             parent_f[b, c] -= child_f[b, c]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _subtract_parallel(parent, child):
     for f in nb.prange(parent.shape[0]):
         _subtract_feature(parent[f], child[f])
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def subtract_histogram(parent, child, parallel):
     """Turn ``parent`` into its other child's histogram: ``parent -= child``, in place."""
     if PARALLEL and parallel:

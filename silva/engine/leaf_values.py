@@ -6,6 +6,7 @@ import numba as nb
 import numpy as np
 
 from silva.engine.gradient_histogram import _prefetch
+from silva.engine.jit import kernel
 from silva.engine.nodes import LEAF
 from silva.engine.partition import goes_left
 from silva.engine.specialize import serial_copy
@@ -14,7 +15,7 @@ from silva.engine.specialize import serial_copy
 UPDATE_PREFETCH_ROWS = 64
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def add_leaf_values(raw, column, sample_indices, table, leaf_values):
     """``raw[s, column] += leaf_values[node]`` for the samples of every leaf of ``table``;
     ``raw`` column-major, as boosting keeps it (the prefetch addresses assume a
@@ -36,7 +37,7 @@ def add_leaf_values(raw, column, sample_indices, table, leaf_values):
             target[sample_indices[i]] += value
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def add_leaf_values_binned(raw, column, rows, codes, table, bitsets, missing_bin,
                            leaf_values):
     """``raw[s, column] += leaf_values[leaf of s]`` for ``s`` in ``rows``, walking the tree on
@@ -54,7 +55,7 @@ def add_leaf_values_binned(raw, column, rows, codes, table, bitsets, missing_bin
         raw[s, column] += leaf_values[node]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def leaf_sums(gradient, hessian, column, weight, sample_indices, table, out):
     """``out[node] = (sum w g, sum w h)`` over each leaf's samples (Newton line search)."""
     for node in nb.prange(table.shape[0]):

@@ -33,9 +33,9 @@ from single-machine sums by rounding only, so the trees agree in structure, feat
 and thresholds, and their values to rounding.
 """
 
-import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.random import next_uint64
 
 # Salts that keep the bootstrap stream and the node streams of one tree seed apart.
@@ -43,7 +43,7 @@ _BOOTSTRAP_SALT = np.uint64(0x6A09E667F3BCC908)
 _NODE_SALT = np.uint64(0xBB67AE8584CAA73B)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _mix(value):
     """One SplitMix64 output for the counter ``value`` (Steele, Lea & Flood 2014)."""
     state = np.empty(1, dtype=np.uint64)
@@ -51,13 +51,13 @@ def _mix(value):
     return next_uint64(state)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def node_seed(tree_seed, node):
     """The random state of node ``node`` (level-order id) of the tree ``tree_seed``."""
     return _mix(np.uint64(tree_seed) ^ _NODE_SALT ^ _mix(np.uint64(node)))
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def poisson_counts(tree_seed, global_rows, rate):
     """Each row's Poisson(``rate``) count in the tree ``tree_seed``, from its global
     index alone (so any partition of the rows draws the same counts).
@@ -84,7 +84,7 @@ def poisson_counts(tree_seed, global_rows, rate):
     return counts
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_exactly(cell, c, n_channels, value):
     """Add ``value`` to the double-double ``(cell[c], cell[n_channels + c])``: Knuth's
     TwoSum keeps the rounding error of each addition in the low word."""
@@ -95,7 +95,7 @@ def _add_exactly(cell, c, n_channels, value):
     cell[c] = total
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def slot_histograms(hist, codes, rows, row_slots, first_slot, y, weight, counts,
                     classification):
     """Add to ``hist[row_slots[i] - first_slot]`` (``(n_slots, n_features, n_bins,
@@ -129,7 +129,7 @@ def slot_histograms(hist, codes, rows, row_slots, first_slot, y, weight, counts,
                 _add_exactly(cell, 3, n_channels, wy * y[r])
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def normalize_histograms(hist):
     """Renormalise double-double histograms (last axis: ``n_channels`` high words, then
     as many low words) so that each high word is the rounded value of its pair (Dekker's
@@ -145,7 +145,7 @@ def normalize_histograms(hist):
             flat[i, c] = total
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def apply_level_splits(codes, rows, node_of_row, split_of_node, features, split_bins,
                        missing_left, is_categorical, bitsets, left_children, child_open,
                        missing_bin):
@@ -218,7 +218,7 @@ def histogram_bytes(answer):
     return sum(a.nbytes for a in answer)
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def add_cells_exactly(accumulator, cells, values, sign):
     """``accumulator[cells] += sign * values`` for double-double cells (``values``
     ``2 * n_channels`` wide), each addition by TwoSum, each cell renormalised after it:

@@ -53,6 +53,7 @@ import numbers
 import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.specialize import serial_copy
 from silva.engine.vector_exp import exp
 
@@ -81,14 +82,14 @@ _MAX_EXP = 700.0
 
 
 # ---------------------------------------------------------------- compiled kernels
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _squared_error_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         grad[i, 0] = raw[i, 0] - y[i]
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _absolute_error_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         r = raw[i, 0] - y[i]
@@ -96,7 +97,7 @@ def _absolute_error_gh(y, raw, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _huber_gh(y, raw, delta, grad, hess):
     for i in nb.prange(y.shape[0]):
         r = raw[i, 0] - y[i]
@@ -107,7 +108,7 @@ def _huber_gh(y, raw, delta, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _quantile_gh(y, raw, alpha, grad, hess):
     for i in nb.prange(y.shape[0]):
         # dL/dF: -alpha where y > F (under-prediction), 1 - alpha where y < F.
@@ -115,7 +116,7 @@ def _quantile_gh(y, raw, alpha, grad, hess):
         hess[i, 0] = 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _poisson_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         mu = exp(min(raw[i, 0], _MAX_EXP))
@@ -123,7 +124,7 @@ def _poisson_gh(y, raw, grad, hess):
         hess[i, 0] = mu
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _gamma_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         t = y[i] * exp(min(-raw[i, 0], _MAX_EXP))
@@ -131,7 +132,7 @@ def _gamma_gh(y, raw, grad, hess):
         hess[i, 0] = t
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _tweedie_gh(y, raw, power, grad, hess):
     for i in nb.prange(y.shape[0]):
         f = min(max(raw[i, 0], -_MAX_EXP), _MAX_EXP)
@@ -141,7 +142,7 @@ def _tweedie_gh(y, raw, power, grad, hess):
         hess[i, 0] = -y[i] * (1.0 - power) * a + (2.0 - power) * b
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _sigmoid(f):
     """``1 / (1 + e^-f)`` without overflow: ``1 / (1 + e)`` for ``f >= 0`` and ``e / (1 +
     e)`` below, with ``e = exp(-|f|)``. The two cases are blended by arithmetic, not a
@@ -152,7 +153,7 @@ def _sigmoid(f):
     return (positive + (1.0 - positive) * e) / (1.0 + e)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _binary_log_loss_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         p = _sigmoid(raw[i, 0])
@@ -166,7 +167,7 @@ def _binary_log_loss_gh(y, raw, grad, hess):
 SOFTMAX_BLOCK_ROWS = 2048
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def _multinomial_gh(y, raw, grad, hess):
     # One parallel loop over blocks of rows (one region per call: a region per class and
     # pass started 3 x n_classes of them, about 15 us each on a quiet 2-core machine);
@@ -182,7 +183,7 @@ def _multinomial_gh(y, raw, grad, hess):
         _multinomial_gh_rows(y, raw, grad, hess, start, stop)
 
 
-@nb.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(nogil=True)
 def _multinomial_gh_rows(y, raw, grad, hess, start, stop):
     """The softmax gradient and hessian of the rows of ``raw`` (Friedman 2001, Algorithm
     6; the hessian divided by his ``(K-1)/K`` factor, see the module docstring):
@@ -232,7 +233,7 @@ def _parallel_if_large(kernel, n_rows):
     return kernel if n_rows >= GRADIENT_PARALLEL_MIN_ROWS else serial_copy(kernel)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _exponential_gh(y, raw, grad, hess):
     for i in nb.prange(y.shape[0]):
         sign = 2.0 * y[i] - 1.0
@@ -241,7 +242,7 @@ def _exponential_gh(y, raw, grad, hess):
         hess[i, 0] = e
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _pointwise_loss(code, param, y, raw, out):
     """``out[i] = L(y_i, F_i)`` for the built-in loss ``code`` (``SQUARED_ERROR`` ...
     ``EXPONENTIAL``); ``param`` is Huber's delta, the quantile or the Tweedie power."""
@@ -281,7 +282,7 @@ def _pointwise_loss(code, param, y, raw, out):
             out[i] = np.exp(min(-(2.0 * y[i] - 1.0) * f, _MAX_EXP))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _weighted_quantile_sorted(values, weights, alpha):
     """Lower weighted ``alpha``-quantile of ``values`` (sorted ascending)."""
     total = 0.0
@@ -296,7 +297,7 @@ def _weighted_quantile_sorted(values, weights, alpha):
     return values[values.shape[0] - 1]
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def leaf_line_search(kind, param, delta, y, raw, weight, sample_indices, leaf_start,
                      leaf_end, out):
     """Line-search leaf values from the residuals ``r = y - raw`` of each leaf's samples.

@@ -23,10 +23,11 @@ The kernels are compiled only into the grower's monotone copy
 (:func:`silva.engine.grower.compiled_grower` with ``monotone=True``).
 """
 
-import numba as nb
+
+from silva.engine.jit import kernel
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def monotone_value(classification, sums):
     """The value a constraint orders, from a node's channel sums
     (:mod:`silva.engine.criteria`): the class-0 fraction, or the mean target."""
@@ -38,7 +39,7 @@ def monotone_value(classification, sums):
     return sums[2] / sums[1]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def split_respects_constraint(classification, left, node_sums, constraint, min_value,
                               max_value):
     """Whether the split whose left child has channel sums ``left`` keeps both
@@ -59,7 +60,7 @@ def split_respects_constraint(classification, left, node_sums, constraint, min_v
             and (left_value - right_value) * constraint <= 0.0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def middle_value(classification, left_sums, right_sums):
     """The bound a constrained split puts between its children: the mean of their
     unclipped values, summed as halves (scikit-learn's ``middle_value``)."""
@@ -73,7 +74,7 @@ def middle_value(classification, left_sums, right_sums):
     return left_sums[2] / (2 * left_sums[1]) + right_sums[2] / (2 * right_sums[1])
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def clip_node_value(classification, values, min_value, max_value):
     """Clip a node's value to its bounds; a binary classifier's second class fraction
     is then one minus the first, so that the two still sum to one."""

@@ -50,6 +50,7 @@ A child always has a larger id than its parent.
 import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.significance import chi2_sf
 from silva.engine.sparse import is_sparse, rowwise
 from silva.engine.tree_interface import MISSING_BRANCH, Split, branch_test
@@ -67,7 +68,7 @@ _MISSING = -1
 _UNSEEN = -2
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def entropy_bits(counts):
     """Entropy in bits of a vector of (weighted) class counts; 0 for an empty vector."""
     total = 0.0
@@ -83,7 +84,7 @@ def entropy_bits(counts):
     return h / _LOG_2
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _split_info_term(weight, total):
     if weight <= 0.0:
         return 0.0
@@ -91,7 +92,7 @@ def _split_info_term(weight, total):
     return -p * np.log(p) / _LOG_2
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def id3_gains(codes, sample_indices, y, weights, n_classes, n_codes, allowed):
     """Information gain in bits of the multiway split on each feature at one node.
 
@@ -136,7 +137,7 @@ def id3_gains(codes, sample_indices, y, weights, n_classes, n_codes, allowed):
     return gains
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _largest_at_most(grid, n, value):
     """Largest of ``grid[:n]`` (sorted, increasing) that is ``<= value``."""
     lo = 0
@@ -150,7 +151,7 @@ def _largest_at_most(grid, n, value):
     return grid[lo - 1]
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _c45_feature(X, f, sample_indices, node_weights, y, n_classes, is_categorical, n_values,
                  min_objects, value_grid, n_grid, total):
     """C4.5's ``(gain, split_info, threshold)`` of feature ``f`` at one node (see
@@ -225,7 +226,7 @@ def _c45_feature(X, f, sample_indices, node_weights, y, n_classes, is_categorica
     return known / total * best, info, threshold
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _c45_features_parallel(X, sample_indices, node_weights, y, n_classes, is_categorical,
                            n_values, allowed, min_objects, value_grid, n_grid, total, gain,
                            split_info, threshold):
@@ -240,7 +241,7 @@ def _c45_features_parallel(X, sample_indices, node_weights, y, n_classes, is_cat
                 n_values, min_objects, value_grid, n_grid, total)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def c45_evaluate(X, sample_indices, node_weights, y, n_classes, is_categorical, n_values,
                  allowed, min_objects, value_grid, n_grid, parallel_min_work):
     """C4.5's information gain and split information of every feature at one node.
@@ -298,7 +299,7 @@ def c45_evaluate(X, sample_indices, node_weights, y, n_classes, is_categorical, 
     return gain, split_info, threshold
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _branch(x, node, kind, feature, threshold, n_branches, bin_edges, n_bin_edges):
     """Branch index of value ``x`` at ``node``; _MISSING for NaN, _UNSEEN for a category
     code that has no branch (negative, non-integer, or beyond the codes seen at fit)."""
@@ -323,7 +324,7 @@ def _branch(x, node, kind, feature, threshold, n_branches, bin_edges, n_bin_edge
     return np.int64(x)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def predict_proba_multiway(X, kind, feature, threshold, first_branch, n_branches,
                            branch_child, branch_fraction, missing_child, blend_missing,
                            bin_edges, n_bin_edges, value):
@@ -386,7 +387,7 @@ def predict_proba_multiway(X, kind, feature, threshold, first_branch, n_branches
     return out
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def apply_multiway(X, kind, feature, threshold, first_branch, n_branches, branch_child,
                    missing_child, bin_edges, n_bin_edges):
     """The node where each row's single path ends: a leaf, or the first inner node whose
@@ -411,7 +412,7 @@ def apply_multiway(X, kind, feature, threshold, first_branch, n_branches, branch
     return out
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def pessimistic_prune(kind, first_branch, n_branches, branch_child, missing_child,
                       leaf_errors):
     """C4.5's error-based pruning by subtree replacement (Quinlan 1993, sec. 4.2).
@@ -460,7 +461,7 @@ def branch_class_table(branch, y, weights, n_branches, n_classes):
                        minlength=n_branches * n_classes).reshape(n_branches, n_classes)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def contingency_chi2(table):
     """Pearson's chi-square test of independence of the rows and columns of ``table``.
 

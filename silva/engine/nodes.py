@@ -24,10 +24,10 @@ boosting) grow a tree in one compiled call and keep the same books:
 
 import heapq
 
-import numba as nb
 import numpy as np
 
 from silva.engine.array_copy import copy_rows, copy_vector
+from silva.engine.jit import kernel
 
 LEAF = -1  # children of a leaf
 UNDEFINED = -2  # feature and threshold of a leaf, threshold of a categorical split
@@ -110,7 +110,7 @@ def decision_arrays(table):
     }
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def new_pending(n_channels):
     """Two pending-node records, reset, and their channel sums (2, n_channels)."""
     pending = np.zeros(2, dtype=PENDING)
@@ -134,7 +134,7 @@ def pending_nodes(n_channels):
     return _PENDING_RESET.copy(), np.zeros((2, n_channels))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def link_child(table, parent, node, is_left):
     """Make ``node`` the left (``is_left``) or right child of ``parent``."""
     if is_left:
@@ -143,7 +143,7 @@ def link_child(table, parent, node, is_left):
         table[parent].right = node
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def grow_records(table, n_rows):
     """``table`` with room for ``n_rows`` records: itself, or a copy of twice the capacity
     (or ``n_rows``), the new records zeroed."""
@@ -155,7 +155,7 @@ def grow_records(table, n_rows):
     return grown
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def grow_rows(array, n_rows):
     """The 2-D per-node ``array`` with room for ``n_rows`` rows, as :func:`grow_records`."""
     capacity = array.shape[0]
@@ -166,7 +166,7 @@ def grow_rows(array, n_rows):
     return grown
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def aligned_histograms(n_slots, n_features, n_bins, n_channels):
     """Empty histograms (n_slots, n_features, n_bins, n_channels) on a 64-byte boundary, so
     that no 32-byte (feature, bin) entry straddles two cache lines (an unaligned pool made
@@ -177,7 +177,7 @@ def aligned_histograms(n_slots, n_features, n_bins, n_channels):
     return buffer[offset:offset + size].reshape((n_slots, n_features, n_bins, n_channels))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def take_slot(pool, free_slots):
     """``(pool, slot)``: a free histogram slot, the pool doubled when none is left (the
     new slots go to the free list, lowest first out)."""
@@ -193,7 +193,7 @@ def take_slot(pool, free_slots):
     return grown, n_slots
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def release_slot(row, free_slots):
     """Return a node's histogram slot to the pool (a node that will not be split)."""
     if row.hist_slot >= 0:
@@ -201,7 +201,7 @@ def release_slot(row, free_slots):
         row.hist_slot = -1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, free_slots):
     """Decide where the two children's histograms come from; ``pending[c].needs_histogram``
     says which children want one.
@@ -235,7 +235,7 @@ def schedule_children_histograms(pending, n_left, n_right, parent_slot, pool, fr
     return pool, smaller, NO_HISTOGRAM, False
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def new_frontier():
     """An empty frontier: a list of ``(key, node)`` and the head of its queue."""
     # numba types a list by its first element: start with one, then empty it.
@@ -244,7 +244,7 @@ def new_frontier():
     return items, np.zeros(1, dtype=np.int64)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def push_frontier(items, head, order, gain, node):
     """Add ``node`` (whose best split gains ``gain``) to the frontier: a binary heap keyed
     by ``-gain`` for best-first (ties: the lower node id), a stack for depth-first (the
@@ -256,7 +256,7 @@ def push_frontier(items, head, order, gain, node):
         items.append((-gain, node))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def pop_frontier(items, head, order):
     """The next node to split, or -1 when the frontier is empty."""
     if order == BEST_FIRST:
@@ -273,7 +273,7 @@ def pop_frontier(items, head, order):
     return items[head[0] - 1][1]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def new_array_stack(stack):
     """An empty depth-first frontier held in ``stack`` (int64, room for every node that
     may wait at once: a tree's open nodes hold disjoint samples, at least two each, so
@@ -281,7 +281,7 @@ def new_array_stack(stack):
     return stack, np.zeros(1, dtype=np.int64)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def push_array_stack(stack, depth, order, gain, node):
     """:func:`push_frontier` for :func:`new_array_stack`'s frontier (depth-first alone:
     ``order`` and ``gain`` are not read).
@@ -293,7 +293,7 @@ def push_array_stack(stack, depth, order, gain, node):
     depth[0] += 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def pop_array_stack(stack, depth, order):
     """:func:`pop_frontier` for :func:`new_array_stack`'s frontier: the node pushed
     last, or -1 when none is left."""

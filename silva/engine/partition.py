@@ -18,9 +18,10 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from silva.engine.array_copy import copy_vector
+from silva.engine.jit import kernel
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def goes_left(code, missing_bin, split_bin, missing_left, categorical, bitset_row):
     if code == missing_bin:
         return missing_left
@@ -29,7 +30,7 @@ def goes_left(code, missing_bin, split_bin, missing_left, categorical, bitset_ro
     return code <= split_bin
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _left_flag(code, missing_bin, split_bin, missing_goes, categorical, bitset_row):
     """1 when a sample of bin ``code`` goes left, else 0; branch-free for numeric splits
     (a data-dependent branch mispredicts on about half the samples)."""
@@ -109,7 +110,7 @@ def _split_sixteen(typingctx, column, index_from, i, split, missing, missing_goe
     return signature, codegen
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _split_block(column, index_from, index_to, first, last, missing, split, missing_goes,
                  categorical, bitset_row):
     """Partition the sample indices ``index_from[first:last]`` into the same range of
@@ -150,7 +151,7 @@ def _split_block(column, index_from, index_to, first, last, missing, split, miss
     return to_left - first
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def partition(column, work_index, half, start, end, missing_bin, split_bin, missing_left,
                categorical, bitset_row):
     """Stable partition of a node's sample indices, ``work_index[half, start:end]``, by
@@ -181,7 +182,7 @@ def partition(column, work_index, half, start, end, missing_bin, split_bin, miss
 PARALLEL_PARTITION_MIN_ROWS = 65536
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def partition_in_blocks(column, work_index, half, start, end, missing_bin, split_bin,
                         missing_left, categorical, bitset_row, n_blocks):
     """:func:`partition`'s result (the same indices in the same places: a stable

@@ -27,21 +27,21 @@ held-out error (0-1 loss, or squared error for regression) is replaced by one.
 
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.tree import Tree
 
 _NEVER = np.iinfo(np.int64).max
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _precedes(alpha, a, b):
     """Heap order: the smaller effective alpha first, the lower node id among equals."""
     return alpha[a] < alpha[b] or (alpha[a] == alpha[b] and a < b)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _sift_down(heap, position, alpha, i, size):
     while True:
         smallest = i
@@ -59,7 +59,7 @@ def _sift_down(heap, position, alpha, i, size):
         i = smallest
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _sift_up(heap, position, alpha, i):
     while i > 0:
         up = (i - 1) // 2
@@ -71,7 +71,7 @@ def _sift_up(heap, position, alpha, i):
         i = up
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _pop(heap, position, alpha, size):
     """Remove the heap's first node; returns the new size."""
     position[heap[0]] = -1
@@ -83,7 +83,7 @@ def _pop(heap, position, alpha, size):
     return size
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _weakest_link_sequence(children_left, children_right, weighted_n, impurity, ccp_alpha,
                            record_path):
     """Collapse weakest links while their alpha <= ccp_alpha (all of them if recording).
@@ -259,7 +259,7 @@ def _subtree(tree, collapsed, keep):
 
 # ------------------------------------------------------------ held-out evaluation
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _node_loss(value, node, target, classification):
     """Loss of ``node`` predicting for a sample of target ``target``: the 0-1 loss of its
     most probable class (first of equals; ``target`` a class index) for classification,
@@ -274,7 +274,7 @@ def _node_loss(value, node, target, classification):
     return diff * diff
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _node_losses(indptr, indices, value, y, classification):
     """Loss of each (sample, node on its path) pair if that node predicted for it, as a
     flat array aligned with ``indices`` (see :func:`_node_loss`)."""
@@ -305,7 +305,7 @@ def _steps_done(path_alphas, alphas):
     return np.searchsorted(reached, alphas, side="right")
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _first_collapsed_ancestors(children_left, children_right, step_of_node):
     """For each node, its ancestor collapsed first (the smallest step), or -1.
 
@@ -334,7 +334,7 @@ def _first_collapsed_ancestors(children_left, children_right, step_of_node):
     return first
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _add_two_sum(high, low, at, term):
     """``high[at] + low[at] += term``, the rounding error of the sum kept in ``low``.
 
@@ -348,7 +348,7 @@ def _add_two_sum(high, low, at, term):
     high[at] = total
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _prefix_sums(high, low, n):
     out = np.empty(n)
     run_high = 0.0
@@ -362,7 +362,7 @@ def _prefix_sums(high, low, n):
     return out
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _subtree_loss_sums(leaves, y, sample_weight, value, classification, first_collapsed,
                        step_of_node, first_subtree, n_subtrees):
     """``(sum_i w_i loss_i, sum_i w_i loss_i**2)`` under each of ``n_subtrees`` subtrees.
@@ -432,7 +432,7 @@ def held_out_losses(tree, X, y, sample_weight, alphas, classification):
 
 # ------------------------------------------------------------ reduced-error pruning
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _reduced_error_collapse(children_left, children_right, leaf_error):
     """Bottom-up: collapse each node whose leaf error is at most its subtree's."""
     n_nodes = children_left.shape[0]

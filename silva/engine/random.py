@@ -10,15 +10,16 @@ features and thresholds.
 
 import threading
 
-import numba as nb
 import numpy as np
+
+from silva.engine.jit import kernel
 
 GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX_1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX_2 = np.uint64(0x94D049BB133111EB)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def mix_state(z):
     """SplitMix64's output function of an advanced state ``z``. With ``GOLDEN_GAMMA``
     (the state's increment) it lets a kernel keep the state in a local while drawing:
@@ -28,26 +29,26 @@ def mix_state(z):
     return z ^ (z >> np.uint64(31))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def next_uint64(state):
     """Advance ``state`` (a length-1 uint64 array) and return the next 64-bit draw."""
     state[0] += GOLDEN_GAMMA
     return mix_state(state[0])
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def unit_float(draw):
     """A 64-bit ``draw`` as a float64 in [0, 1): its top 53 bits over 2**53."""
     return np.float64(draw >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def uniform(state):
     """A float64 drawn uniformly from [0, 1), from the top 53 bits of a draw."""
     return unit_float(next_uint64(state))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def first_uniform(seed):
     """:func:`uniform`'s first draw from a state set to ``seed``, without the state array
     (whose allocation, once per feature of every node, was a third of an extra-trees fit).
@@ -55,13 +56,13 @@ def first_uniform(seed):
     return unit_float(mix_state(np.uint64(seed) + GOLDEN_GAMMA))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def randint(state, high):
     """An integer drawn uniformly from [0, high); ``high`` must be positive."""
     return np.int64(uniform(state) * high)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def shuffle_in_place(values, state):
     """Fisher-Yates shuffle of ``values`` (Knuth, TAOCP vol. 2, algorithm P, from the
     last position down): position ``i`` swapped with one drawn by ``randint(state, i +

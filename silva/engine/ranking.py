@@ -57,6 +57,7 @@ Learning-to-Rank", section 4)
 import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.losses import Loss
 
 LAMBDARANK = 0
@@ -67,7 +68,7 @@ XENDCG = 2
 _SCORE_GAP_FLOOR = 0.01
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def position_discounts(n):
     """``D(p) = 1 / log2(2 + p)`` for positions ``p = 0 .. n - 1``."""
     out = np.empty(n)
@@ -76,7 +77,7 @@ def position_discounts(n):
     return out
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _ideal_dcg(labels, label_gain, discounts, k):
     """DCG@k of the ranking by descending label."""
     ordered = np.sort(labels)[::-1]
@@ -86,7 +87,7 @@ def _ideal_dcg(labels, label_gain, discounts, k):
     return total
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _ranking_by_score(scores):
     """Positions by descending score, ties in row order (a stable sort)."""
     return np.argsort(-scores, kind="mergesort")
@@ -96,7 +97,7 @@ def _ranking_by_score(scores):
 _TINY_WEIGHT_SUM = 1e-150
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _pair_terms(sigma, metric_change, gap_divisor, gap, weight_hi, weight_lo):
     """``(lambda, curvature)`` of a pair: ``-sigma m rho`` and ``sigma^2 m rho (1 - rho)``
     with ``m = metric_change / gap_divisor`` and RankNet's ``rho = 1 / (1 + exp(sigma
@@ -117,7 +118,7 @@ def _pair_terms(sigma, metric_change, gap_divisor, gap, weight_hi, weight_lo):
     return -sigma * change * wrong, sigma * sigma * change * wrong * (1.0 - wrong)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _score_weights(scores, sigma, lowest):
     out = np.empty(scores.shape[0])
     for i in range(scores.shape[0]):
@@ -125,7 +126,7 @@ def _score_weights(scores, sigma, lowest):
     return out
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _rerank(scores, order):
     """Sort ``order`` (local row numbers) by descending score, ties by row number: the
     same ranking as a stable sort, found by insertion from the previous iteration's
@@ -141,7 +142,7 @@ def _rerank(scores, order):
         order[q + 1] = row
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _lambdarank_query(labels, s, label_gain, inverse_ideal, discounts, sigma, truncation,
                       norm, order, scratch, grad, hess):
     """One query's lambdarank gradients and hessians (rows in their own order);
@@ -209,7 +210,7 @@ def _lambdarank_query(labels, s, label_gain, inverse_ideal, discounts, sigma, tr
         hess[order[p]] = ranked_hess[p] * factor
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def inverse_ideal_dcg(y, offsets, label_gain, k):
     """``1 / IDCG@k`` per query (0 for a query whose IDCG is 0): labels do not change
     between iterations, so lambdarank computes these once per fit."""
@@ -232,7 +233,7 @@ def initial_ranking(offsets):
     return (np.arange(offsets[-1]) - np.repeat(offsets[:-1], sizes)).astype(np.int64)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _lambdarank_kernel(y, scores, offsets, label_gain, inverse_ideal, order, sigma,
                        truncation, norm, grad, hess):
     longest = 0
@@ -266,7 +267,7 @@ def lambdarank_gradients(y, scores, offsets, label_gain, sigma, truncation, norm
                        int(truncation), bool(norm), grad, hess)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
     """RankNet's pairwise logistic gradients and hessians over every pair of different
     labels of each query (see the module docstring)."""
@@ -304,7 +305,7 @@ def pairwise_gradients(y, scores, offsets, sigma, grad, hess):
             hess[i] += hess_i
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def xendcg_gradients(y, scores, offsets, gammas, grad, hess):
     """XE-NDCG's gradients ``p - t`` and hessians ``p (1 - p)`` for the draws
     ``gammas`` (one per row, in [0, 1)); see the module docstring."""
@@ -331,7 +332,7 @@ def xendcg_gradients(y, scores, offsets, gammas, grad, hess):
             hess[i] = p * (1.0 - p)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def ndcg_per_query(y, scores, offsets, label_gain, k, out):
     """``out[q]`` = NDCG@k of query ``q``, its documents ranked by descending score (ties
     in row order); 1.0 for a query whose ideal DCG is 0 (LightGBM's convention: no

@@ -22,15 +22,16 @@ above, where each converges fast.
 
 import math
 
-import numba as nb
 import numpy as np
+
+from silva.engine.jit import kernel
 
 _EPS = 1e-16
 _TINY = 1e-300
 _MAX_ITERATIONS = 100_000
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _lower_series(a, x, log_prefactor):
     """P(a, x) from its series ``x^a e^-x / Gamma(a + 1) * sum_n x^n / ((a+1)...(a+n))``."""
     term = 1.0 / a
@@ -45,7 +46,7 @@ def _lower_series(a, x, log_prefactor):
     return total * math.exp(log_prefactor)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _upper_continued_fraction(a, x, log_prefactor):
     """Q(a, x) from its continued fraction, by the modified Lentz method."""
     b = x + 1.0 - a
@@ -69,7 +70,7 @@ def _upper_continued_fraction(a, x, log_prefactor):
     return math.exp(log_prefactor) * h
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def regularized_upper_gamma(a, x):
     """Q(a, x) = Gamma(a, x) / Gamma(a) for a > 0, x >= 0 (NaN otherwise)."""
     if a <= 0.0 or x < 0.0 or np.isnan(x):
@@ -84,13 +85,13 @@ def regularized_upper_gamma(a, x):
     return _upper_continued_fraction(a, x, log_prefactor)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def chi2_sf(statistic, df):
     """Survival function of the chi-square distribution with ``df`` degrees of freedom."""
     return regularized_upper_gamma(0.5 * df, 0.5 * statistic)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def split_p_value(node_sums, left_sums):
     """p-value of the chi-square test of independence of a split and the class.
 

@@ -30,8 +30,9 @@ every model fitted on it equals the model fitted on the dense array.
 import functools
 from typing import NamedTuple
 
-import numba as nb
 import numpy as np
+
+from silva.engine.jit import kernel
 
 # Values (rows x features) densified at a time when predicting from a sparse X: 2**21
 # float64 values, 16 MiB. At least MIN_BLOCK_ROWS rows a block, so that very wide data
@@ -111,7 +112,7 @@ def csr_rows(X):
                    np.ascontiguousarray(data, dtype=np.float64), int(X.shape[1]))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def stored_value(indices, data, start, stop, feature):
     """``X[i, feature]`` of a CSR row whose sorted, distinct column indices are
     ``indices[start:stop]``: the stored value (NaN stays missing), or 0.0 where the

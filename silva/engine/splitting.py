@@ -70,6 +70,7 @@ from silva.engine.criteria import (
     twoing_proxy,
     variance_proxy,
 )
+from silva.engine.jit import kernel
 from silva.engine.monotone import split_respects_constraint
 from silva.engine.random import (
     GOLDEN_GAMMA,
@@ -85,7 +86,7 @@ from silva.engine.specialize import specialize, specialize_options
 _NO_SPLIT = -np.inf
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _children_large_enough(left, node_sums, min_samples_leaf):
     """Both children of the candidate hold at least ``min_samples_leaf`` samples."""
     return left[0] >= min_samples_leaf and node_sums[0] - left[0] >= min_samples_leaf
@@ -96,7 +97,7 @@ def _children_large_enough(left, node_sums, min_samples_leaf):
 # candidate against 6, measured).
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _category_order(criterion, sums, n_entries, target_class, scores, order, buffer):
     """Write into ``order[:n_entries]`` the entries (categories) sorted by their score
     (see criteria.category_score), stably: equal scores keep their entry order.
@@ -311,7 +312,7 @@ def _make_scans(proxy, criterion_name, classification, fixed_channels=0):
         # A name of its own per criterion, so that numba caches each copy apart.
         scan.__name__ = scan.__qualname__ = f"{scan.__name__}_{criterion_name}"
         # Called from compiled code alone: no CPython wrapper to compile.
-        scans.append(nb.njit(cache=True, error_model="numpy", no_cpython_wrapper=True)(scan))
+        scans.append(kernel(no_cpython_wrapper=True)(scan))
     return scans
 
 
@@ -376,7 +377,7 @@ RANDOM_FROM_ROWS = False
 ROWS_ONLY = False
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def compact_from_histogram(hist_f, n_value_bins, missing_bin, bins, sums, missing):
     """Compact histogram of one feature from its dense histogram; returns n_present."""
     n_channels = hist_f.shape[1]
@@ -403,7 +404,7 @@ for _bit in range(64):
     DE_BRUIJN_POSITION[((0x03F79D71B4CB0A89 << _bit) & 0xFFFFFFFFFFFFFFFF) >> 58] = _bit
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def compact_from_samples(node_codes, f, node_stats, missing_bin,
                          accumulator, present_bitmap, bins, sums, missing, n_channels):
     """Compact histogram of one feature straight from the node's samples; returns n_present.
@@ -450,7 +451,7 @@ def compact_from_samples(node_codes, f, node_stats, missing_bin,
     return n_present
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _random_threshold(lower_f, upper_f, low_bin, high_bin, seed):
     """Extra trees' threshold, drawn uniformly between the smallest value of bin
     ``low_bin`` and the largest of bin ``high_bin`` (the node's value range)."""
@@ -458,7 +459,7 @@ def _random_threshold(lower_f, upper_f, low_bin, high_bin, seed):
     return low + first_uniform(seed) * (upper_f[high_bin] - low)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
     """Extra trees: index of the last bin left of a threshold drawn uniformly in the
     node's value range; -1 when the feature is constant in the node."""
@@ -472,7 +473,7 @@ def _random_numeric_position(bins, n_present, lower_f, upper_f, seed):
     return position
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _random_limit(lower_f, upper_f, low_bin, high_bin, seed):
     """Extra trees on a numeric feature whose values in the node lie in bins
     ``low_bin..high_bin``: the last bin left of a threshold drawn uniformly in that range
@@ -496,7 +497,7 @@ def _random_limit(lower_f, upper_f, low_bin, high_bin, seed):
     return max(low_bin + n_at_or_below - 1, low_bin)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _bisect_lanes(upper_flat, thresholds, bisection, n_lanes, widest):
     """:func:`_random_limit`'s search for many columns at once, by bisection rather than a
     count. Lane ``j`` searches the bins ``[b, b + w)`` of one column, ``b`` and ``w`` its
@@ -531,7 +532,7 @@ def _bisect_lanes(upper_flat, thresholds, bisection, n_lanes, widest):
         base[j] += np.int64((upper_flat[base[j]] <= thresholds[j]) & (width[j] > 0))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, upper_f, seed,
                               bins, sums, missing):
     """Extra trees on a numeric feature: the compact histogram that the random scan needs,
@@ -584,7 +585,7 @@ def random_split_from_samples(node_codes, f, node_stats, missing_bin, lower_f, u
     return 2
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, missing,
                      node_sums, min_samples_leaf, min_weight_leaf, use_random, seed, n_classes,
                      lower, upper, left, scores, bitset, best_left, constraint, min_value,
@@ -611,14 +612,14 @@ def evaluate_feature(criterion, f, is_categorical_f, bins, sums, n_present, miss
         left, best_left, constraint, min_value, max_value)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _is_constant(n_present, missing):
     """A feature with fewer than two distinct states in the node (value bins, and the
     missing bin if it holds samples) cannot split it."""
     return n_present + (1 if missing[0] > 0 else 0) < 2
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _scan_position(use_random, bins, n_present, lower_f, upper_f, seed):
     """The one position extra trees scan (see :func:`_random_numeric_position`), or -1
     (every position) for the best splitter."""
@@ -630,7 +631,7 @@ def _scan_position(use_random, bins, n_present, lower_f, upper_f, seed):
     return position
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def evaluate_numeric_feature(criterion, bins, sums, n_present, missing, node_sums,
                              min_samples_leaf, min_weight_leaf, random_position, left,
                              best_left, constraint, min_value, max_value):
@@ -643,7 +644,7 @@ def evaluate_numeric_feature(criterion, bins, sums, n_present, missing, node_sum
                             best_left, constraint, min_value, max_value)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_samples_leaf,
                      min_weight_leaf, random_position, left, best_left, constraint, min_value,
                      max_value):
@@ -655,7 +656,7 @@ def evaluate_numeric(criterion, bins, sums, n_present, missing, node_sums, min_s
     return gain, last_left_bin, missing_left, False
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _evaluate_dense_parallel(criterion, features, hist, n_value_bins, is_categorical,
                              missing_bin, node_sums, min_samples_leaf, min_weight_leaf,
                              use_random, seeds, n_classes,
@@ -752,7 +753,7 @@ def make_split_scratch(n_features, n_bins, n_channels, n_words):
     )
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def node_feature_codes(f, node_codes, bin_codes, sample_indices, start):
     """The column of the node's rows ``node_codes`` (the grower's ordered codes of
     ``sample_indices[start:]``) that holds feature ``f``'s codes.
@@ -774,7 +775,7 @@ def node_feature_codes(f, node_codes, bin_codes, sample_indices, start):
     return np.int64(0)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def winning_left_sums(scratch):
     """Channel sums of the left child of the split :func:`find_node_split` last returned.
 
@@ -783,7 +784,7 @@ def winning_left_sums(scratch):
     return scratch.side_sums[SIDE_NODE_LEFT]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def scan_buffers(scratch):
     """The buffers a feature's scan fills, from ``scratch``: the compact histogram's
     ``bins`` and ``sums``, and the side-sum rows ``missing``, ``left``,
@@ -796,7 +797,7 @@ def scan_buffers(scratch):
             side_sums[SIDE_FEATURE_LEFT], side_sums[SIDE_NODE_LEFT])
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _any_categorical(is_categorical, features):
     for f in features:
         if is_categorical[f]:
@@ -806,7 +807,7 @@ def _any_categorical(is_categorical, features):
 
 # Called from compiled code alone: no CPython wrapper to compile (see
 # grower.compiled_grower).
-@nb.njit(cache=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True)
+@kernel(_nrt=False, no_cpython_wrapper=True)
 def search_numeric_features(criterion, features, seeds, first, last, use_random,
                             use_histogram, hist, n_value_bins, ordered_codes, ordered_stats,
                             bin_codes, sample_indices, start, end, missing_bin, lower,
@@ -874,7 +875,7 @@ def search_numeric_features(criterion, features, seeds, first, last, use_random,
     return best_gain, best_feature, best_bin, best_missing_left, n_non_constant
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _column_ranges(node_codes, missing_bin, ranges):
     """Per column of the node's codes (``node_codes``, one row per sample, in node
     order), in ``ranges``' rows: its smallest code (``missing_bin`` when every code is
@@ -939,7 +940,7 @@ def _column_ranges(node_codes, missing_bin, ranges):
             high[f] = max(high[f], code if code != missing_code else zero)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_row_left(codes, limits, n_columns, stats_row, n_channels, left_sums, last_lefts):
     """One row's part of :func:`search_random_node`'s left sums: for each of the first
     ``n_columns`` columns of ``codes`` (a row's codes, or its gathered lanes) whose code
@@ -964,7 +965,7 @@ def _add_row_left(codes, limits, n_columns, stats_row, n_channels, left_sums, la
             sums_c[k] += value if np.int32(codes[k]) <= limits[k] else 0.0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_channels,
                         left_sums, last_lefts):
     """:func:`_add_row_left` for the four rows ``codes[first:first + 4]`` (their
@@ -1005,7 +1006,7 @@ def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_c
 
 # Called from compiled code alone: no CPython wrapper; without reference counts, as
 # search_numeric_features (it allocates nothing).
-@nb.njit(cache=True, error_model="numpy", _nrt=False, no_cpython_wrapper=True)
+@kernel(_nrt=False, no_cpython_wrapper=True)
 def search_random_node(criterion, feature_order, max_features, use_random, rng_state,
                        ordered_codes, ordered_stats, start, end, is_categorical, missing_bin,
                        lower, upper, node_sums, min_samples_leaf, min_weight_leaf, n_classes,
@@ -1223,7 +1224,7 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
     return best_gain, best_feature, best_bin, best_missing_left
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered_codes,
                     ordered_stats, stats, y, weight, sample_indices, start, end, node_sums,
                     parent_impurity,
@@ -1408,7 +1409,7 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
                    node_sums, node_left, right, parent_impurity, root_weight)
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _winner(criterion, best_gain, best_feature, best_bin, best_missing_left, node_sums,
             node_left, right, parent_impurity, root_weight):
     """:func:`find_node_split`'s result: candidates were ranked by the proxy, so the

@@ -26,12 +26,13 @@ import numpy as np
 import scipy.sparse
 
 from silva.engine import sparse as sparse_module
+from silva.engine.jit import kernel
 from silva.engine.nodes import decision_arrays
 from silva.engine.sparse import rowwise, stored_value, vstack_sparse
 from silva.engine.tree_interface import Split
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
     if np.isnan(x):
         return missing_go_left[node] != 0
@@ -45,7 +46,7 @@ def _goes_left(x, node, threshold, missing_go_left, is_categorical, bitsets):
     return x <= threshold[node]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _child(x_row, node, children_left, children_right, feature, threshold, missing_go_left,
            is_categorical, bitsets):
     if _goes_left(x_row[feature[node]], node, threshold, missing_go_left, is_categorical,
@@ -60,7 +61,7 @@ def _child(x_row, node, children_left, children_right, feature, threshold, missi
 PARALLEL_MIN_ROWS = 4096
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _leaf_of_row(x_row, children_left, children_right, feature, threshold, missing_go_left,
                  is_categorical, bitsets):
     node = 0
@@ -70,7 +71,7 @@ def _leaf_of_row(x_row, children_left, children_right, feature, threshold, missi
     return node
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def apply_tree(X, children_left, children_right, feature, threshold, missing_go_left,
                is_categorical, bitsets):
     """Leaf id reached by each row of X (parallel over rows)."""
@@ -81,7 +82,7 @@ def apply_tree(X, children_left, children_right, feature, threshold, missing_go_
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def apply_tree_serial(X, children_left, children_right, feature, threshold, missing_go_left,
                       is_categorical, bitsets):
     """:func:`apply_tree` on the calling thread, for a few rows.
@@ -112,7 +113,7 @@ def apply_tree_serial(X, children_left, children_right, feature, threshold, miss
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def apply_tree_rows(indptr, indices, data, first, last, children_left, children_right,
                     feature, threshold, missing_go_left, is_categorical, bitsets, leaves):
     """``leaves[i]`` = the leaf reached by row ``i`` of a sparse X given as CSR arrays
@@ -147,7 +148,7 @@ def apply_tree_rows(indptr, indices, data, first, last, children_left, children_
         leaves[i] = node
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def apply_tree_scattered(indptr, indices, data, n_columns, children_left, children_right,
                          feature, threshold, missing_go_left, is_categorical, bitsets,
                          block_rows):
@@ -171,7 +172,7 @@ def apply_tree_scattered(indptr, indices, data, n_columns, children_left, childr
     return leaves
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _decision_paths(X, children_left, children_right, feature, threshold, missing_go_left,
                     is_categorical, bitsets, node_depth):
     """CSR ``(indptr, indices)`` of the nodes each row visits, root first.
@@ -197,7 +198,7 @@ def _decision_paths(X, children_left, children_right, feature, threshold, missin
     return indptr, indices
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def _decision_paths_scattered(indptr, indices, data, n_columns, children_left,
                               children_right, feature, threshold, missing_go_left,
                               is_categorical, bitsets, node_depth, block_rows):
@@ -229,7 +230,7 @@ def _decision_paths_scattered(indptr, indices, data, n_columns, children_left,
     return indptr_out, nodes
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _node_depths(children_left, children_right):
     depth = np.zeros(children_left.shape[0], dtype=np.int64)
     # Children are always created after their parent, so ids increase down the tree.

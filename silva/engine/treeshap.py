@@ -47,6 +47,7 @@ costs O(depth^2) per leaf and row, the tables O(path length).
 import numba as nb
 import numpy as np
 
+from silva.engine.jit import kernel
 from silva.engine.multiway import LEAF
 from silva.engine.multiway import _branch as multiway_branch
 from silva.engine.tree import _goes_left
@@ -64,7 +65,7 @@ _MISSING = -1
 
 
 # ---------------------------------------------------------------- path arithmetic
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _extend(path_feature, path_zero, path_one, path_weight, base, length, zero, one,
             feature):
     """EXTEND: append ``(feature, zero, one)`` to the path in ``[base, base + length)``
@@ -80,7 +81,7 @@ def _extend(path_feature, path_zero, path_one, path_weight, base, length, zero, 
     return length + 1
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _unwind(path_feature, path_zero, path_one, path_weight, base, length, element):
     """UNWIND: remove ``element`` from the path (inverse of its EXTEND); returns the new
     length. The weights are a symmetric function of the elements, so any element can be
@@ -103,7 +104,7 @@ def _unwind(path_feature, path_zero, path_one, path_weight, base, length, elemen
     return last
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _unwound_sum(path_zero, path_one, path_weight, base, length, element):
     """Sum of the weights :func:`_unwind` would leave, without changing the path."""
     last = length - 1
@@ -122,7 +123,7 @@ def _unwound_sum(path_zero, path_one, path_weight, base, length, element):
     return total
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _enter_node(path_feature, path_zero, path_one, path_weight, path_length, slot_size,
                 level, zero, one, feature, condition_feature):
     """Copy the parent's path (slot ``level - 1``) into slot ``level`` and extend it with
@@ -145,7 +146,7 @@ def _enter_node(path_feature, path_zero, path_one, path_weight, path_length, slo
     return base, length
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _add_leaf(path_feature, path_zero, path_one, path_weight, base, length, scale,
               value_row, column, phi, feature_map):
     """A leaf's share to ``phi[column + k, feature]`` for every path element."""
@@ -158,7 +159,7 @@ def _add_leaf(path_feature, path_zero, path_one, path_weight, base, length, scal
             phi[column + k, feature] += share * value_row[k]
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _split_feature_seen(path_feature, path_zero, path_one, path_weight, base, length,
                         feature, path_length, level):
     """If ``feature`` is already on the path, unwind it and return its fractions (the
@@ -173,7 +174,7 @@ def _split_feature_seen(path_feature, path_zero, path_one, path_weight, base, le
     return 1.0, 1.0
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _path_buffers(slot_size):
     """One walk's paths: ``slot_size`` slots of ``slot_size`` elements each (feature,
     zero fraction, one fraction, weight) and each slot's length; a block of rows reuses
@@ -183,7 +184,7 @@ def _path_buffers(slot_size):
             np.empty(slot_size, dtype=np.int64))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _stack_buffers(stack_size):
     """One walk's stack of pending nodes: node, level, zero and one fractions, feature."""
     return (np.empty(stack_size, dtype=np.int64), np.empty(stack_size, dtype=np.int64),
@@ -191,7 +192,7 @@ def _stack_buffers(stack_size):
 
 
 # ------------------------------------------------------------------- binary trees
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def _reciprocals(n):
     """``1 / k`` for ``k = 0..n-1`` (0 at ``k = 0``, never read)."""
     table = np.zeros(n)
@@ -200,7 +201,7 @@ def _reciprocals(n):
     return table
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def _cart_tree_row(x, root, children_left, children_right, feature, threshold,
                    missing_go_left, is_categorical, bitsets, cover, leaf_value, column,
                    phi, scale, condition_feature, condition_known, feature_map, reciprocal,
@@ -339,7 +340,7 @@ def _cart_tree_row(x, root, children_left, children_right, feature, threshold,
         top += 1
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def cart_max_depth(children_left, children_right):
     """Depth of the deepest node over concatenated trees (global child ids; children
     have larger ids than their parent)."""
@@ -353,7 +354,7 @@ def cart_max_depth(children_left, children_right):
     return deepest
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def cart_expected_values(node_offset, children_left, children_right, cover, leaf_value,
                          output_column, n_outputs):
     """Sum over trees of each tree's expected value ``sum_leaves prod(z) * v`` per output:
@@ -378,7 +379,7 @@ def cart_expected_values(node_offset, children_left, children_right, cover, leaf
     return bias
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def cart_shap(X, node_offset, children_left, children_right, feature, threshold,
               missing_go_left, is_categorical, bitsets, cover, leaf_value, output_column,
               max_depth, phi):
@@ -417,7 +418,7 @@ def cart_shap(X, node_offset, children_left, children_right, feature, threshold,
                                stack_zero, stack_one, stack_feature, stack_condition)
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def cart_shap_interactions(X, node_offset, children_left, children_right, feature,
                            threshold, missing_go_left, is_categorical, bitsets, cover,
                            leaf_value, output_column, max_depth, phi, interactions):
@@ -474,7 +475,7 @@ def cart_shap_interactions(X, node_offset, children_left, children_right, featur
 
 
 # ---------------------------------------------------------------- multiway trees
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def multiway_expected_value(kind, first_branch, n_branches, branch_child, missing_child,
                             cover, leaf_value):
     """``sum_leaves prod(z) * v`` of one multiway tree, per output value."""
@@ -497,7 +498,7 @@ def multiway_expected_value(kind, first_branch, n_branches, branch_child, missin
     return bias
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def multiway_shap(X, kind, feature, threshold, first_branch, n_branches, branch_child,
                   branch_fraction, missing_child, blend_missing, bin_edges, n_bin_edges,
                   cover, leaf_value, column, feature_map, max_depth, max_children, phi):
@@ -605,7 +606,7 @@ def multiway_shap(X, kind, feature, threshold, first_branch, n_branches, branch_
 MAX_TABLED_FEATURES = 16
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def cart_leaf_tables(node_offset, children_left, children_right, feature, cover):
     """Per leaf: its distinct path features, their zero-fraction products, its path
     (ancestor, whether the path goes left there, the feature's position among the
@@ -709,7 +710,7 @@ def cart_leaf_tables(node_offset, children_left, children_right, feature, cover)
             table_start, table)
 
 
-@nb.njit(cache=True, error_model="numpy")
+@kernel()
 def cart_leaf_table_size(node_offset, children_left, children_right, feature, cover):
     """``(table entries of each tree, largest number of distinct features on a leaf's
     path, whether every node has positive cover)`` for :func:`cart_leaf_tables`."""
@@ -747,7 +748,7 @@ def cart_leaf_table_size(node_offset, children_left, children_right, feature, co
     return entries, widest, positive
 
 
-@nb.njit(cache=True, error_model="numpy", parallel=True)
+@kernel(parallel=True)
 def cart_shap_tabled(X, node_offset, children_left, children_right, feature, threshold,
                      missing_go_left, is_categorical, bitsets, leaf_value, output_column,
                      leaf_node, unique_start, unique_feature, unique_zero, path_start,

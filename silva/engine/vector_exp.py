@@ -25,11 +25,13 @@ float64); NaN gives NaN. Within 1 ulp of numpy's ``exp`` for normal results (see
 other arithmetic here.
 """
 
-import numba as nb
+
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+from silva.engine.jit import kernel
 
 # ln 2 split: LN2_HIGH has its low 21 bits zero (fdlibm's ln2HI), so k * LN2_HIGH is exact
 # for |k| < 2**21; LN2_LOW is ln 2 - LN2_HIGH.
@@ -84,7 +86,7 @@ def _float_of(typingctx, bits):
 _SHIFTER_BITS = int(np.float64(ROUNDING_SHIFTER).view(np.int64))
 
 
-@nb.njit(cache=True, error_model="numpy", inline="always")
+@kernel(inline="always")
 def exp(x):
     """``e**x`` for a float64 ``x`` (see the module docstring)."""
     # Comparisons rather than min/max, so that NaN takes the lower bound here (and is
