@@ -15,7 +15,7 @@ the work.
 import numba as nb
 
 from silva.engine.jit import kernel
-from silva.engine.specialize import specialize
+from silva.engine.specialize import specialize_options
 
 # Bound to False in the serial copies (:func:`serial_kernels`), which then compile no
 # parallel region.
@@ -32,13 +32,15 @@ def _accumulate_feature(hist_f, codes_f, node_stats, sample_indices, start, end)
             hist_f[b, c] += node_stats[i - start, c]
 
 
-@kernel(parallel=True)
+# The private kernels below are called from compiled code alone: no CPython wrapper to
+# compile. (Called from Python, such a kernel would crash: keep them private.)
+@kernel(parallel=True, no_cpython_wrapper=True)
 def _build_parallel(hist, bin_codes, node_stats, sample_indices, start, end):
     for f in nb.prange(bin_codes.shape[0]):
         _accumulate_feature(hist[f], bin_codes[f], node_stats, sample_indices, start, end)
 
 
-@kernel()
+@kernel(no_cpython_wrapper=True)
 def _build_serial(hist, bin_codes, node_stats, sample_indices, start, end):
     for f in range(bin_codes.shape[0]):
         _accumulate_feature(hist[f], bin_codes[f], node_stats, sample_indices, start, end)
@@ -67,7 +69,7 @@ def _subtract_feature(parent_f, child_f):
             parent_f[b, c] -= child_f[b, c]
 
 
-@kernel(parallel=True)
+@kernel(parallel=True, no_cpython_wrapper=True)
 def _subtract_parallel(parent, child):
     for f in nb.prange(parent.shape[0]):
         _subtract_feature(parent[f], child[f])
@@ -86,6 +88,10 @@ def subtract_histogram(parent, child, parallel):
 def serial_kernels():
     """``(build_histogram, subtract_histogram)`` compiled without their parallel paths:
     for fits whose nodes never reach the parallel threshold, which then compile no
-    parallel region (each of numba's costs about a second on a cold first fit)."""
-    return (specialize(build_histogram, "serial", PARALLEL=False),
-            specialize(subtract_histogram, "serial", PARALLEL=False))
+    parallel region (each of numba's costs about a second on a cold first fit). The
+    growers call them from compiled code alone: they have no CPython wrapper."""
+    called_from_compiled_code = {"no_cpython_wrapper": True}
+    return (specialize_options(build_histogram, "serial", called_from_compiled_code,
+                               PARALLEL=False),
+            specialize_options(subtract_histogram, "serial", called_from_compiled_code,
+                               PARALLEL=False))
