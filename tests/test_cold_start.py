@@ -267,6 +267,8 @@ def _silva_kernels():
     from numba.core.registry import CPUDispatcher
 
     kernels = {}
+    # silva.dask needs the optional dask and distributed; neither it nor the command
+    # line defines a kernel.
     modules = [info.name for info in pkgutil.walk_packages(silva.__path__, "silva.")
                if not info.name.startswith(("silva.dask", "silva.cli"))]
     for name in modules:

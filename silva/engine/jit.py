@@ -12,8 +12,8 @@ Every kernel is compiled with
   and are called from Python through their CPython wrapper. Each wrapper is lowered,
   optimised and emitted with its function, and again in every caller whose module the
   function's module is linked into. Without them a cold first
-  ``DecisionTreeClassifier`` fit compiled about 0.5 s less (about 5%; AMD EPYC Zen 4,
-  interleaved cold fits, see the commit).
+  ``DecisionTreeClassifier`` fit took about 0.35 s less (AMD EPYC Zen 4, alternated
+  cold processes; see the commit and ``benchmarks/RESULTS.md``).
 
 Options given to :func:`kernel` are added (``parallel=True``, ``inline="always"``,
 ``nogil=True``, ...). :func:`silva.engine.specialize.specialize` copies a kernel with
