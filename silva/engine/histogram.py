@@ -91,7 +91,9 @@ def serial_kernels():
     parallel region (each of numba's costs about a second on a cold first fit). The
     growers call them from compiled code alone: they have no CPython wrapper."""
     called_from_compiled_code = {"no_cpython_wrapper": True}
+    # The serial pass inlined: one compiled unit where there were two.
+    serial_pass = specialize_options(_build_serial, "inlined", {"inline": "always"})
     return (specialize_options(build_histogram, "serial", called_from_compiled_code,
-                               PARALLEL=False),
+                               PARALLEL=False, _build_serial=serial_pass),
             specialize_options(subtract_histogram, "serial", called_from_compiled_code,
                                PARALLEL=False))
