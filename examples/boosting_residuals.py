@@ -37,10 +37,13 @@ def make_data(n_samples, seed=0):
 
 
 def make_model(n_steps, learning_rate=1.0, max_depth=2, min_samples_leaf=3):
-    """Friedman's gradient boosting (``boosting="gradient"``) with shallow trees."""
+    """Friedman's gradient boosting (``boosting="gradient"``) with shallow trees, each
+    binned exactly (``min_samples_bin=1``: one bin per value of the few rows drawn), so
+    that each tree is the CART tree of its residuals."""
     return GradientBoostingRegressor(boosting="gradient", learning_rate=learning_rate,
                                      n_estimators=n_steps, max_depth=max_depth,
-                                     max_leaf_nodes=None, min_samples_leaf=min_samples_leaf)
+                                     max_leaf_nodes=None, min_samples_leaf=min_samples_leaf,
+                                     min_samples_bin=1)
 
 
 def main(out_dir=DEFAULT_OUT_DIR, n_samples=100, n_steps=4, learning_rate=1.0,

@@ -71,14 +71,18 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
     :class:`GradientBoostingClassifier`."""
 
     _is_classifier = False
+    # A model loaded from a file saved before min_samples_bin existed was binned with
+    # max_bins bins at any size: its get_params says so.
+    min_samples_bin = 1
 
     def __init__(self, *, loss, boosting, learning_rate, n_estimators, l2_regularization,
                  l1_regularization, min_split_gain, min_child_weight, min_samples_leaf,
                  max_depth, max_leaf_nodes, growth, max_delta_step, subsample, sampling,
                  goss_top_rate, goss_other_rate, colsample_bytree, colsample_bynode,
-                 max_bins, bin_subsample, categorical_features, monotonic_constraints,
-                 interaction_constraints, early_stopping_rounds, validation_fraction,
-                 scoring, importance_type, verbose, warm_start, random_state):
+                 max_bins, bin_subsample, min_samples_bin, categorical_features,
+                 monotonic_constraints, interaction_constraints, early_stopping_rounds,
+                 validation_fraction, scoring, importance_type, verbose, warm_start,
+                 random_state):
         self.loss = loss
         self.boosting = boosting
         self.learning_rate = learning_rate
@@ -100,6 +104,7 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         self.colsample_bynode = colsample_bynode
         self.max_bins = max_bins
         self.bin_subsample = bin_subsample
+        self.min_samples_bin = min_samples_bin
         self.categorical_features = categorical_features
         self.monotonic_constraints = monotonic_constraints
         self.interaction_constraints = interaction_constraints
@@ -170,6 +175,7 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         _input.check_int(self.max_bins, "max_bins", 2)
         if self.max_bins > MAX_BINS_LIMIT:
             raise ValueError(f"max_bins must be <= {MAX_BINS_LIMIT}; got {self.max_bins}.")
+        _input.check_int(self.min_samples_bin, "min_samples_bin", 1)
         _input.check_int(self.bin_subsample, "bin_subsample", 2, allow_none=True)
         if self.early_stopping_rounds is not None:
             _input.check_int(self.early_stopping_rounds, "early_stopping_rounds", 1)
@@ -376,6 +382,12 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
                 random_state=rng.randint(2**31 - 1))
         return X, y, sample_weight, [EvalSet("validation", X_v, y_v, w_v)]
 
+    def _numeric_bins(self, n_edge_rows):
+        """The binner's ``max_bins`` when ``n_edge_rows`` rows place the edges:
+        ``max_bins``, or fewer, at most one per ``min_samples_bin`` rows (and at least
+        two). Categorical features keep one bin per code whatever it is."""
+        return max(2, min(self.max_bins, n_edge_rows // self.min_samples_bin))
+
     def _start_record(self, X, y, sample_weight, loss, rng):
         """The fitted model's record when this fit continues it (same binning and initial
         constant); else a new record, with the binner and initial constant fitted."""
@@ -390,7 +402,9 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         edge_rows = None
         if self.bin_subsample is not None and X.shape[0] > self.bin_subsample:
             edge_rows = np.sort(rng.choice(X.shape[0], self.bin_subsample, replace=False))
-        self._binner = Binner(self.max_bins, self.is_categorical_).fit(X, edge_rows)
+        n_edge_rows = X.shape[0] if edge_rows is None else edge_rows.shape[0]
+        self._binner = Binner(self._numeric_bins(n_edge_rows),
+                              self.is_categorical_).fit(X, edge_rows)
         self.init_raw_ = loss.init_raw(y, sample_weight)
         self._n_trees_per_iteration = n_outputs
         self.n_trees_per_iteration_ = n_outputs
@@ -505,6 +519,12 @@ _COMMON_DOC = """
         200,000 of them about half that; the sample costs accuracy on smooth targets:
         regression benchmark RMSE 31.50-31.55 (three seeds) against 31.30 with every
         row; binary AUC unchanged.
+    min_samples_bin : int, default=3
+        At most one numeric bin per this many rows of those that place the edges, as
+        LightGBM's ``min_data_in_bin`` (also 3): below ``3 * max_bins`` rows, fewer and
+        fuller bins. Every node scans every bin, so a small table fits faster: 455 rows
+        of breast cancer, 151 bins per feature instead of 255, 100 trees in 38 ms
+        instead of 52 (AMD EPYC Zen 4). 1 keeps ``max_bins`` bins at any size.
     categorical_features : None, "auto", mask, indices or names, default=None
         Features split natively as category sets (LightGBM's gradient ordering); as in
         :class:`silva.DecisionTreeClassifier`.
@@ -579,7 +599,8 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
                  min_samples_leaf=20, max_depth=None, max_leaf_nodes=31, growth="leafwise",
                  max_delta_step=None, subsample=1.0, sampling="uniform", goss_top_rate=0.2,
                  goss_other_rate=0.1, colsample_bytree=1.0, colsample_bynode=1.0,
-                 max_bins=255, bin_subsample=None, categorical_features=None,
+                 max_bins=255, bin_subsample=None, min_samples_bin=3,
+                 categorical_features=None,
                  monotonic_constraints=None, interaction_constraints=None,
                  early_stopping_rounds=None,
                  validation_fraction=0.1, scoring=None, importance_type="gain", verbose=0,
@@ -594,6 +615,7 @@ class GradientBoostingRegressor(RegressorMixin, BaseGradientBoosting):
             goss_top_rate=goss_top_rate, goss_other_rate=goss_other_rate,
             colsample_bytree=colsample_bytree, colsample_bynode=colsample_bynode,
             max_bins=max_bins, bin_subsample=bin_subsample,
+            min_samples_bin=min_samples_bin,
             categorical_features=categorical_features,
             monotonic_constraints=monotonic_constraints,
             interaction_constraints=interaction_constraints,
@@ -777,10 +799,10 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
                  max_depth=None, max_leaf_nodes=31, growth="leafwise", max_delta_step=None,
                  subsample=1.0, sampling="uniform", goss_top_rate=0.2, goss_other_rate=0.1,
                  colsample_bytree=1.0, colsample_bynode=1.0, max_bins=255,
-                 bin_subsample=None, categorical_features=None, monotonic_constraints=None,
-                 interaction_constraints=None, early_stopping_rounds=None,
-                 validation_fraction=0.1, scoring=None, importance_type="gain", verbose=0,
-                 warm_start=False, random_state=None):
+                 bin_subsample=None, min_samples_bin=3, categorical_features=None,
+                 monotonic_constraints=None, interaction_constraints=None,
+                 early_stopping_rounds=None, validation_fraction=0.1, scoring=None,
+                 importance_type="gain", verbose=0, warm_start=False, random_state=None):
         super().__init__(
             loss=loss, boosting=boosting, learning_rate=learning_rate,
             n_estimators=n_estimators, l2_regularization=l2_regularization,
@@ -791,6 +813,7 @@ class GradientBoostingClassifier(ClassifierMixin, BaseGradientBoosting):
             goss_top_rate=goss_top_rate, goss_other_rate=goss_other_rate,
             colsample_bytree=colsample_bytree, colsample_bynode=colsample_bynode,
             max_bins=max_bins, bin_subsample=bin_subsample,
+            min_samples_bin=min_samples_bin,
             categorical_features=categorical_features,
             monotonic_constraints=monotonic_constraints,
             interaction_constraints=interaction_constraints,

@@ -102,8 +102,9 @@ class GradientBoostingRanker(BaseGradientBoosting):
                  max_depth=None, max_leaf_nodes=31, growth="leafwise", max_delta_step=None,
                  subsample=1.0, sampling="uniform", goss_top_rate=0.2, goss_other_rate=0.1,
                  colsample_bytree=1.0, colsample_bynode=1.0, max_bins=255,
-                 bin_subsample=None, categorical_features=None, monotonic_constraints=None,
-                 interaction_constraints=None, early_stopping_rounds=None,
+                 bin_subsample=None, min_samples_bin=3, categorical_features=None,
+                 monotonic_constraints=None, interaction_constraints=None,
+                 early_stopping_rounds=None,
                  validation_fraction=0.1, importance_type="gain", verbose=0,
                  warm_start=False, random_state=None):
         self.objective = objective
@@ -132,6 +133,7 @@ class GradientBoostingRanker(BaseGradientBoosting):
         self.colsample_bynode = colsample_bynode
         self.max_bins = max_bins
         self.bin_subsample = bin_subsample
+        self.min_samples_bin = min_samples_bin
         self.categorical_features = categorical_features
         self.monotonic_constraints = monotonic_constraints
         self.interaction_constraints = interaction_constraints

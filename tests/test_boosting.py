@@ -13,8 +13,11 @@ from silva.callbacks import EarlyStopException
 from silva.decision_tree import DecisionTreeRegressor
 
 
-@parametrize_with_checks([GradientBoostingClassifier(n_estimators=5, min_samples_leaf=1),
-                          GradientBoostingRegressor(n_estimators=5, min_samples_leaf=1)])
+# Rules that count rows (min_samples_leaf, min_samples_bin) tell a weight of 2 from a
+# repeated row, which the sample-weight equivalence check forbids: both set to 1 here.
+@parametrize_with_checks([
+    GradientBoostingClassifier(n_estimators=5, min_samples_leaf=1, min_samples_bin=1),
+    GradientBoostingRegressor(n_estimators=5, min_samples_leaf=1, min_samples_bin=1)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -474,3 +477,47 @@ def test_bin_subsample_bad_values(value, error):
     X, y = make_classification(200, 4, random_state=0)
     with pytest.raises(error, match="bin_subsample"):
         GradientBoostingClassifier(n_estimators=2, bin_subsample=value).fit(X, y)
+
+
+def test_min_samples_bin_gives_at_most_one_numeric_bin_per_that_many_rows():
+    rng = np.random.default_rng(0)
+    n = 450
+    # Two continuous features (all values distinct), one with 40 values, one categorical.
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n),
+                         rng.integers(0, 40, n).astype(float),
+                         rng.integers(0, 200, n).astype(float)])
+    y = X[:, 0] + X[:, 1] + 0.05 * X[:, 2] + rng.normal(size=n)
+    model = GradientBoostingRegressor(n_estimators=3, categorical_features=[3]).fit(X, y)
+    n_bins = model._binner.n_value_bins_
+    # 450 // 3 = 150 quantile bins for the continuous features; the 40 values are binned
+    # exactly, one bin each; the categorical feature keeps one bin per code.
+    np.testing.assert_array_equal(n_bins[:3], [150, 150, 40])
+    assert n_bins[3] == X[:, 3].max() + 1
+    every = GradientBoostingRegressor(n_estimators=3, categorical_features=[3],
+                                      min_samples_bin=1).fit(X, y)
+    np.testing.assert_array_equal(every._binner.n_value_bins_[:3], [255, 255, 40])
+    assert every._binner.n_value_bins_[3] == n_bins[3]
+    # From 3 * max_bins rows on, the rule changes nothing; and never fewer than 2 bins.
+    assert GradientBoostingRegressor(min_samples_bin=2)._numeric_bins(510) == 255
+    assert GradientBoostingRegressor(max_bins=16)._numeric_bins(10_000) == 16
+    assert GradientBoostingRegressor()._numeric_bins(4) == 2
+    # bin_subsample: the rows that place the edges count.
+    X_large = rng.normal(size=(3000, 2))
+    sampled = GradientBoostingRegressor(n_estimators=2, bin_subsample=300,
+                                        random_state=0).fit(X_large, X_large[:, 0])
+    np.testing.assert_array_equal(sampled._binner.n_value_bins_, [100, 100])
+
+
+def test_min_samples_bin_of_a_model_saved_before_it_existed():
+    # A model file restores the attributes it holds (no __init__): one written before
+    # min_samples_bin existed says it was binned with max_bins bins at any size.
+    model = GradientBoostingClassifier(n_estimators=2)
+    del model.min_samples_bin
+    assert model.get_params()["min_samples_bin"] == 1
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (1.5, TypeError)])
+def test_min_samples_bin_bad_values(value, error):
+    X, y = make_classification(200, 4, random_state=0)
+    with pytest.raises(error, match="min_samples_bin"):
+        GradientBoostingClassifier(n_estimators=2, min_samples_bin=value).fit(X, y)

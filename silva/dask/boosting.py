@@ -327,7 +327,9 @@ class _DaskBoosting(LocalTwin):
         return loss, classes, init_raw
 
     def _fit_binner(self, samples, summaries):
-        return fit_binner(self.max_bins, self.is_categorical_, samples, summaries)
+        n_edge_rows = sum(sample.shape[0] for sample in samples)
+        return fit_binner(self._numeric_bins(n_edge_rows), self.is_categorical_, samples,
+                          summaries)
 
     def _boost(self, cluster, binner, loss, config, rng, evals, init_raw, callbacks,
                recover):
