@@ -49,7 +49,7 @@ from silva.engine.criteria import (
     node_weight,
 )
 from silva.engine.histogram import build_histogram, serial_kernels, subtract_histogram
-from silva.engine.jit import kernel
+from silva.engine.jit import CALLED_FROM_COMPILED_CODE, kernel
 from silva.engine.monotone import clip_node_value, middle_value
 from silva.engine.nodes import (
     BEST_FIRST,
@@ -765,7 +765,7 @@ def _called_from_grower(finder):
     search's thirty-odd arguments and is compiled with it, in every cold first fit,
     though the grower calls the search from compiled code alone. The level-wise grower
     and the tests call ``finder`` itself from Python."""
-    return specialize_options(finder, "from_grower", {"no_cpython_wrapper": True})
+    return specialize_options(finder, "from_grower", CALLED_FROM_COMPILED_CODE)
 
 
 @functools.cache  # asked once per tree: a forest's trees all take the same copy
@@ -856,7 +856,7 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     # their arrays as plain arguments.
     # Called from grow_tree alone: no CPython wrapper, whose unboxing of some thirty
     # arguments was about half a second of a cold first fit.
-    nrt_free = {"_nrt": False, "inline": "never", "no_cpython_wrapper": True}
+    nrt_free = {"_nrt": False, "inline": "never", **CALLED_FROM_COMPILED_CODE}
     if sparse:
         split_node = specialize(
             _split_node, variant,

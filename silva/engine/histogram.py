@@ -14,7 +14,7 @@ the work.
 
 import numba as nb
 
-from silva.engine.jit import kernel
+from silva.engine.jit import CALLED_FROM_COMPILED_CODE, kernel
 from silva.engine.specialize import specialize_options
 
 # Bound to False in the serial copies (:func:`serial_kernels`), which then compile no
@@ -90,10 +90,9 @@ def serial_kernels():
     for fits whose nodes never reach the parallel threshold, which then compile no
     parallel region (each of numba's costs about a second on a cold first fit). The
     growers call them from compiled code alone: they have no CPython wrapper."""
-    called_from_compiled_code = {"no_cpython_wrapper": True}
     # The serial pass inlined: one compiled unit where there were two.
     serial_pass = specialize_options(_build_serial, "inlined", {"inline": "always"})
-    return (specialize_options(build_histogram, "serial", called_from_compiled_code,
+    return (specialize_options(build_histogram, "serial", CALLED_FROM_COMPILED_CODE,
                                PARALLEL=False, _build_serial=serial_pass),
-            specialize_options(subtract_histogram, "serial", called_from_compiled_code,
+            specialize_options(subtract_histogram, "serial", CALLED_FROM_COMPILED_CODE,
                                PARALLEL=False))

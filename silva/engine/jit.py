@@ -24,6 +24,11 @@ import numba as nb
 
 KERNEL_OPTIONS = {"cache": True, "error_model": "numpy", "no_cfunc_wrapper": True}
 
+#: Options of a copy (:func:`silva.engine.specialize.specialize_options`) that only compiled
+#: code calls: without numba's CPython wrapper, whose unboxing of every argument is
+#: compiled with the copy. Python must never call such a copy: it crashes the process.
+CALLED_FROM_COMPILED_CODE = {"no_cpython_wrapper": True}
+
 
 def kernel(**options):
     """``numba.njit`` with :data:`KERNEL_OPTIONS` and ``options``; use as
