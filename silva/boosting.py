@@ -281,7 +281,7 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         self.best_iteration_ = record.best_iteration
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)
-        self._packed = _boosting_loop.pack(self.estimators_, loss.n_outputs)
+        self._packed = record.packed
         if self._packed.node_offset[-1] == self._packed.n_trees:  # every tree one leaf
             warn_nothing_learned(
                 f"{type(self).__name__} grew no split in any of its {self.n_iter_} "

@@ -264,7 +264,7 @@ class GradientBoostingRanker(BaseGradientBoosting):
         self.best_iteration_ = record.best_iteration
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)
-        self._packed = _boosting_loop.pack(self.estimators_, 1)
+        self._packed = record.packed
         return self
 
     def _eval_sets(self, eval_set, eval_group, eval_qid, gain):

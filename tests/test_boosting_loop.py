@@ -9,6 +9,7 @@ from silva.boosting import GradientBoostingRegressor
 from silva.callbacks import EarlyStopException
 from silva.engine import losses
 from silva.engine.binning import Binner
+from silva.engine.ensemble import PackedTreeView
 from silva.engine.gradient_splitting import (
     L1,
     L2,
@@ -18,6 +19,7 @@ from silva.engine.gradient_splitting import (
     N_PARAMS,
 )
 from silva.engine.random import seed_from_random_state
+from silva.engine.tree import Tree
 
 N_FEATURES = 4
 
@@ -215,6 +217,27 @@ def test_a_callback_can_stop_the_loop_and_sees_each_iteration():
                         model="the model")
     assert seen == [(i, 0, 10, "the model") for i in range(4)]
     assert record.best_iteration == 1 and len(record.trees) == 2
+
+
+def test_trees_are_packed_alike_with_or_without_callbacks():
+    """Without callbacks the loop keeps each grower's table and packs them all at the
+    end in one pass (the record's trees are then views of that packing); a callback
+    sees each iteration's trees as Tree objects, packed one by one. The packings are
+    the same, bit for bit."""
+    X, y = _data()
+    plain, *_ = _boost(X, y, _config())
+    watched = loop.BoostingRecord()
+    seen = []
+    _boost(X, y, _config(), record=watched,
+           callbacks=[lambda env: seen.append(type(watched.trees[-1][0]))])
+    assert seen == [Tree] * 6
+    assert all(isinstance(tree, PackedTreeView) and tree._packed is plain.packed
+               for trees in plain.trees for tree in trees)
+    assert plain.packed.n_trees == watched.packed.n_trees == 6
+    for name in ("walk", "value", "category_bitsets", "impurity", "n_node_samples",
+                 "weighted_n_node_samples", "node_offset", "tree_weight", "output_column"):
+        assert (getattr(plain.packed, name).tobytes()
+                == getattr(watched.packed, name).tobytes()), name
 
 
 def test_a_continued_record_equals_one_long_run():

@@ -255,12 +255,78 @@ def test_compiled_packing_matches_numpy():
                for tree in trees)
     for tree in trees + [stump]:
         walk = np.zeros(tree.node_count, dtype=ensemble.WALK_DTYPE)
-        ensemble._write_walk(walk, tree.children_left, tree.feature, tree.threshold,
-                             tree.missing_go_to_left, tree.is_categorical)
+        ensemble._write_walk(walk, np.array([0, tree.node_count]), tree.children_left,
+                             tree.feature, tree.threshold, tree.missing_go_to_left,
+                             tree.is_categorical)
         assert walk.tobytes() == _walk_by_numpy(tree).tobytes()
         assert ensemble._siblings_adjacent(tree.children_left, tree.children_right)
+    # Several trees in one call: each leaf record leads back to its id in its own tree.
+    several = trees + [stump]
+    node_offset = np.cumsum([0] + [tree.node_count for tree in several])
+    walk = np.zeros(node_offset[-1], dtype=ensemble.WALK_DTYPE)
+    ensemble._write_walk(walk, node_offset, *(
+        np.concatenate([getattr(tree, name) for tree in several])
+        for name in ("children_left", "feature", "threshold", "missing_go_to_left",
+                     "is_categorical")))
+    assert walk.tobytes() == b"".join(_walk_by_numpy(tree).tobytes() for tree in several)
     # Swapping the root's children breaks adjacency (the right child comes first).
     tree = trees[0]
     left, right = tree.children_left.copy(), tree.children_right.copy()
     left[0], right[0] = right[0], left[0]
     assert not ensemble._siblings_adjacent(left, right)
+
+
+def _node_arrays(trees):
+    """``(node_offset, arrays)``: the trees' per-node arrays concatenated, by Tree's
+    names, as ``PackedTrees.from_node_arrays`` takes them."""
+    node_offset = np.cumsum([0] + [tree.node_count for tree in trees])
+    arrays = {name: np.concatenate([getattr(tree, name) for tree in trees])
+              for name in STRUCTURE + STATS}
+    width = max(tree.category_bitsets.shape[1] for tree in trees)
+    arrays["category_bitsets"] = np.concatenate([
+        np.pad(tree.category_bitsets, ((0, 0), (0, width - tree.category_bitsets.shape[1])))
+        for tree in trees])
+    arrays["value"] = np.concatenate([tree.value.reshape(tree.node_count, -1)
+                                      for tree in trees])
+    return node_offset, arrays
+
+
+@pytest.mark.parametrize("categorical", [True, False])
+def test_packing_from_node_arrays_equals_packing_the_trees(categorical):
+    """``from_node_arrays`` (boosting's one-pass packing) stores what packing the tree
+    objects one by one stores, attribute by attribute, with or without a categorical
+    split (no bitsets are kept without one)."""
+    X, y = _mixed_data()
+    trees = [DecisionTreeClassifier(max_depth=4, random_state=seed,
+                                    categorical_features=[5] if categorical else None)
+             .fit(X, y).tree_ for seed in range(3)]
+    assert any(tree.is_categorical.any() for tree in trees) == categorical
+    weights, columns = np.array([1.0, 0.5, 2.0]), np.array([0, 1, 0])
+    expected = PackedTrees(trees, tree_weight=weights, output_column=columns)
+    node_offset, arrays = _node_arrays(trees)
+    packed = PackedTrees.from_node_arrays(
+        node_offset, X.shape[1], trees[0].n_classes, [tree.n_categories for tree in trees],
+        **arrays, tree_weight=weights, output_column=columns)
+    assert packed.__dict__.keys() == expected.__dict__.keys()
+    for name, value in expected.__dict__.items():
+        got = packed.__dict__[name]
+        if isinstance(value, np.ndarray):
+            assert got.dtype == value.dtype and got.tobytes() == value.tobytes(), name
+        elif name == "n_categories":
+            for a, b in zip(got, value, strict=True):
+                np.testing.assert_array_equal(a, b)
+        else:
+            assert got == value, name
+    np.testing.assert_array_equal(packed.predict(X), expected.predict(X))
+
+
+def test_packing_from_node_arrays_refuses_children_apart():
+    """``from_node_arrays`` does not renumber: a split whose children are not adjacent
+    is refused, not packed into wrong walk records."""
+    _, trees = _trees(2)
+    node_offset, arrays = _node_arrays(trees)
+    arrays["children_left"][0], arrays["children_right"][0] = (
+        arrays["children_right"][0], arrays["children_left"][0])
+    with pytest.raises(ValueError, match="left child \\+ 1"):
+        PackedTrees.from_node_arrays(node_offset, 6, trees[0].n_classes,
+                                     [tree.n_categories for tree in trees], **arrays)
