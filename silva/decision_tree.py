@@ -256,7 +256,10 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
         # zero weight is the same as leaving the sample out (as in scikit-learn).
         positive = sample_weight > 0
         kept = np.flatnonzero(positive)
+        sparse_growth = criterion_code != criteria.ABSOLUTE_ERROR
+        binned = None
         if not positive.all():
+            binned = self._binned_rows(X, kept, sparse_growth)
             X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
             raw_y = None if raw_y is None else raw_y[positive]
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)
@@ -283,7 +286,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
                                            n_validation=int(held_out.size))
             self.ccp_alpha_ = 0.0
         else:
-            grown = self._grow(X, y, sample_weight, *grow, keep_samples=True)
+            grown = self._grow(X, y, sample_weight, *grow, keep_samples=True,
+                               binned=binned)
             tree = grown.tree
             grown_nodes = tree.node_count
             if isinstance(self.ccp_alpha, str):
@@ -368,10 +372,11 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
         return constraints
 
     def _grow(self, X, y, sample_weight, criterion_code, n_classes, min_significance,
-              keep_samples=False):
-        """Bin X and grow the unpruned tree on all its samples in one compiled call; with
-        ``keep_samples`` the :class:`~silva.engine.cart.GrownTree` (the tree and its
-        nodes' sample ranges), else the tree."""
+              keep_samples=False, binned=None):
+        """Bin X (unless ``binned`` holds its codes) and grow the unpruned tree on all its
+        samples in one compiled call; with ``keep_samples`` the
+        :class:`~silva.engine.cart.GrownTree` (the tree and its nodes' sample ranges),
+        else the tree."""
         n_samples = X.shape[0]
         params = self._check_params(n_samples, sample_weight.sum())
         # absolute_error searches splits from order statistics: no histogram is read.
@@ -392,9 +397,9 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
             min_weight_leaf=params["min_weight_leaf"],
             seed=_input.seed_from_param(self.random_state),
         )
-        grown = grow_cart_tree(
-            self._binned(X, sparse_growth=criterion_code != criteria.ABSOLUTE_ERROR),
-            rules, task)
+        if binned is None:
+            binned = self._binned(X, sparse_growth=criterion_code != criteria.ABSOLUTE_ERROR)
+        grown = grow_cart_tree(binned, rules, task)
         return grown if keep_samples else grown.tree
 
     def _binned(self, X, sparse_growth=True):
@@ -405,7 +410,7 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
         on the weights), so the codes computed for the first tree serve the others.
         """
         cache = getattr(self, "_bin_cache", None)
-        key = (self.max_bins, self.is_categorical_.tobytes(), sparse_growth)
+        key = self._bin_key(sparse_growth)
         if cache is not None and cache.get("X") is X and cache.get("key") == key:
             return cache["binned"]
         binned = BinnedData.from_X(X, self.is_categorical_, self.max_bins,
@@ -413,6 +418,22 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
         if cache is not None:
             cache.update(X=X, key=key, binned=binned)
         return binned
+
+    def _binned_rows(self, X, rows, sparse_growth):
+        """``self._binned(X[rows])`` derived from the codes of ``X`` that an ensemble's
+        ``_bin_cache`` holds (:meth:`BinnedData.restricted`): AdaBoost's later rounds
+        leave out the samples whose weights fell to zero, and would otherwise bin the
+        remaining rows afresh each round. None when there are no such codes, or they
+        cannot serve."""
+        cache = getattr(self, "_bin_cache", None)
+        if (cache is None or cache.get("X") is not X
+                or cache.get("key") != self._bin_key(sparse_growth)):
+            return None
+        return cache["binned"].restricted(rows)
+
+    def _bin_key(self, sparse_growth):
+        """What, besides X, the binned data depend on (see :meth:`_binned`)."""
+        return (self.max_bins, self.is_categorical_.tobytes(), sparse_growth)
 
     def _held_out_split(self, y, classification):
         """Indices ``(growing, held_out)``: a random ``validation_fraction`` of the

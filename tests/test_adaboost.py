@@ -506,3 +506,36 @@ def test_each_round_has_its_own_seeded_learner(base):
     again = AdaBoostClassifier(base, n_estimators=5, random_state=0).fit(X, y)
     assert [learner.random_state for learner in again.estimators_] == seeds
     np.testing.assert_array_equal(model.predict(X), again.predict(X))
+
+
+def test_rounds_without_zero_weight_rows_bin_them_from_the_first_rounds_codes(
+        monkeypatch):
+    """On digits, weights fall to zero within 100 rounds of depth-3 trees: those rounds'
+    trees take their rows' bins from the first round's codes (BinnedData.restricted)
+    rather than binning the rows afresh, and the model is the same, bit for bit."""
+    from silva.engine.cart import BinnedData
+
+    X, y = load_digits(return_X_y=True)
+
+    def fit():
+        return AdaBoostClassifier(estimator=DecisionTreeClassifier(max_depth=3),
+                                  n_estimators=100, random_state=0).fit(X, y)
+
+    restricted = BinnedData.restricted
+    derived = []
+
+    def counted(self, rows):
+        binned = restricted(self, rows)
+        derived.append(binned is not None)
+        return binned
+
+    monkeypatch.setattr(BinnedData, "restricted", counted)
+    model = fit()
+    assert sum(derived) > 20  # rounds that left rows out and took their bins so
+    monkeypatch.setattr(BinnedData, "restricted", lambda self, rows: None)
+    afresh = fit()
+    np.testing.assert_array_equal(model.estimator_weights_, afresh.estimator_weights_)
+    for a, b in zip(model.estimators_, afresh.estimators_, strict=True):
+        for name in ("children_left", "feature", "threshold", "value"):
+            np.testing.assert_array_equal(getattr(a.tree_, name), getattr(b.tree_, name))
+    np.testing.assert_array_equal(model.predict_proba(X), afresh.predict_proba(X))

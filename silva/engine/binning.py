@@ -898,6 +898,57 @@ class Binner:
         self._finish(n_categories)
         return sorted_codes
 
+    def restricted(self, codes, rows):
+        """``(binner, codes)`` of ``X[rows]`` from this binner's ``codes`` of ``X``
+        (:meth:`fit_transform`'s), without sorting anything again; None where that
+        cannot give what ``Binner(max_bins, is_categorical).fit_transform(X[rows])``
+        gives, bit for bit.
+
+        Where every feature is numeric and has a bin per distinct value (at most
+        ``max_bins`` of them, so no quantile walk), the bins of ``X[rows]`` are the bins
+        that its rows occupy, renumbered in order, and the thresholds the midpoints of
+        neighbouring occupied bins' values: what a fit on those rows computes from the
+        same distinct values. Otherwise (a category, a quantile walk, a column whose
+        zero is ``-0.0``, whose sign a fit on fewer rows may not keep) it returns None.
+        AdaBoost's rounds leave out the samples whose weights have fallen to zero:
+        their trees bin those rows, an argsort of every column each round (4 of the
+        7 ms a round on digits, 100 rounds of depth-3 trees) that this avoids.
+        """
+        n_features = self.n_value_bins_.shape[0]
+        columns = np.arange(self.max_bins)
+        in_use = columns < self.n_value_bins_[:, None]
+        if (self.is_categorical.any() or n_features == 0
+                or np.any((self.bin_lower_ != self.bin_upper_) & in_use)
+                or np.any((self.bin_lower_ == 0.0) & np.signbit(self.bin_lower_) & in_use)):
+            return None
+        missing_bin = self.missing_bin_
+        width = missing_bin + 1
+        row_codes = codes[:, rows]
+        # Which bins the rows occupy, per feature, from one count over all features.
+        flat = row_codes + (np.arange(n_features) * width)[:, None]
+        occupied = np.bincount(flat.ravel(), minlength=n_features * width).reshape(
+            n_features, width)[:, :missing_bin] > 0
+        new_bin = np.cumsum(occupied, axis=1) - 1
+        n_value_bins = np.maximum(occupied.sum(axis=1), 1).astype(np.int32)
+        binner = Binner(self.max_bins, self.is_categorical)
+        binner._allocate(n_features, {})
+        binner.n_value_bins_[:] = n_value_bins
+        # Each occupied bin's value moves to its new place; the rest stay 0.
+        feature, old_bin = np.nonzero(occupied)
+        values = self.bin_lower_[feature, old_bin]
+        binner.bin_lower_[feature, new_bin[feature, old_bin]] = values
+        binner.bin_upper_[feature, new_bin[feature, old_bin]] = values
+        n_thresholds = binner.bin_thresholds_.shape[1]
+        closed = np.arange(n_thresholds) < (n_value_bins - 1)[:, None]
+        low = binner.bin_lower_[:, :n_thresholds]
+        high = binner.bin_lower_[:, 1:n_thresholds + 1]
+        binner.bin_thresholds_[closed] = _midpoints(low[closed], high[closed])
+        binner._finish({})
+        remap = np.empty((n_features, width), dtype=np.int64)
+        remap[:, :missing_bin] = new_bin
+        remap[:, missing_bin] = binner.missing_bin_
+        return binner, remap.ravel()[flat].astype(binner.dtype_)
+
     def transform(self, X):
         """Bin codes of ``X`` as a C-contiguous (n_features, n_samples) array (dense
         even for a sparse ``X``: one byte per value up to 255 bins, two above)."""

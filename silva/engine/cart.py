@@ -63,6 +63,8 @@ class BinnedData:
     #: The same entries by row (:func:`silva.engine.cart_sparse.entries_by_row`).
     sparse_rows: tuple = None
     n_samples: int = 0
+    #: The fitted binner of the dense codes (for :meth:`restricted`), else None.
+    binner: Binner = None
 
     @classmethod
     def from_X(cls, X, is_categorical, max_bins, sparse_growth=True):
@@ -82,12 +84,18 @@ class BinnedData:
         else:
             bin_codes = binner.fit_transform(X)
             codes_by_sample = np.ascontiguousarray(bin_codes.T)
-        n_categories = np.where(is_categorical, binner.n_value_bins_, 0)
+        return cls._from_binner(binner, bin_codes, codes_by_sample, n_samples, entries,
+                                rows)
+
+    @classmethod
+    def _from_binner(cls, binner, bin_codes, codes_by_sample, n_samples, entries=None,
+                     rows=None):
+        n_categories = np.where(binner.is_categorical, binner.n_value_bins_, 0)
         return cls(
             bin_codes=bin_codes,
             codes_by_sample=codes_by_sample,
             n_value_bins=binner.n_value_bins_,
-            is_categorical=np.asarray(is_categorical, dtype=np.uint8),
+            is_categorical=binner.is_categorical.astype(np.uint8),
             missing_bin=binner.missing_bin_,
             bin_lower=binner.bin_lower_,
             bin_upper=binner.bin_upper_,
@@ -96,7 +104,21 @@ class BinnedData:
             sparse_entries=entries,
             sparse_rows=rows,
             n_samples=n_samples,
+            binner=None if entries is not None else binner,
         )
+
+    def restricted(self, rows):
+        """``BinnedData.from_X(X[rows], ...)`` of the ``X`` binned here, derived from
+        these codes (:meth:`~silva.engine.binning.Binner.restricted`); None where it
+        cannot be derived (sparse growth, categories, quantile bins)."""
+        if self.binner is None:
+            return None
+        derived = self.binner.restricted(self.bin_codes, rows)
+        if derived is None:
+            return None
+        binner, bin_codes = derived
+        return self._from_binner(binner, bin_codes, np.ascontiguousarray(bin_codes.T),
+                                 bin_codes.shape[1])
 
     @property
     def n_features(self):

@@ -243,3 +243,81 @@ def test_categorical_codes_are_the_bins():
     np.testing.assert_array_equal(codes[0, present], codes_in[present].astype(int))
     assert np.all(codes[0, ~present] == binner.missing_bin_)
     assert binner.n_value_bins_[1] <= 16
+
+
+def _random_table(rng, kind, n, n_features):
+    """Small tables of the kinds ``Binner.restricted`` meets: few distinct integers,
+    rounded floats, continuous values (a quantile walk at small ``max_bins``), halves
+    with negative zeros; some with missing values or an all-missing column."""
+    if kind == 0:
+        X = rng.integers(0, rng.integers(1, 20), size=(n, n_features)).astype(float)
+    elif kind == 1:
+        X = np.round(rng.normal(size=(n, n_features)), 1)
+    elif kind == 2:
+        X = rng.normal(size=(n, n_features))
+    else:
+        X = rng.integers(-3, 4, size=(n, n_features)).astype(float) * 0.5
+        X[X == 0] = -0.0 if rng.random() < 0.5 else 0.0
+    if rng.random() < 0.4:
+        X[rng.random(X.shape) < 0.2] = np.nan
+    if rng.random() < 0.15:
+        X[:, 0] = np.nan
+    return X
+
+
+def test_restricted_binning_equals_binning_the_rows_afresh():
+    """``Binner.restricted`` (AdaBoost's rounds without their zero-weight rows) gives,
+    where it answers at all, what a new binner fitted on the rows gives, attribute by
+    attribute and code by code; it declines quantile walks, categories and negative
+    zeros, which a fit on fewer rows may place otherwise."""
+    rng = np.random.default_rng(0)
+    derived = declined = 0
+    for trial in range(240):
+        n, n_features = int(rng.integers(1, 300)), int(rng.integers(1, 8))
+        X = _random_table(rng, trial % 4, n, n_features)
+        max_bins = int(rng.choice([2, 5, 16, 255]))
+        is_categorical = np.zeros(n_features, dtype=bool)
+        if trial % 10 == 9:
+            X[:, -1] = np.where(np.isnan(X[:, -1]), np.nan, np.abs(np.round(X[:, -1])))
+            is_categorical[-1] = True
+        full = Binner(max_bins, is_categorical)
+        codes = full.fit_transform(X)
+        rows = np.flatnonzero(rng.random(n) < rng.random())
+        if rows.size == 0:
+            rows = np.array([0])
+        fresh = Binner(max_bins, is_categorical)
+        expected_codes = fresh.fit_transform(X[rows])
+        got = full.restricted(codes, rows)
+        if got is None:
+            declined += 1
+            continue
+        assert not is_categorical.any()
+        derived += 1
+        binner, got_codes = got
+        assert binner.__dict__.keys() == fresh.__dict__.keys()
+        for name, expected in fresh.__dict__.items():
+            value = binner.__dict__[name]
+            if isinstance(expected, np.ndarray):
+                assert value.dtype == expected.dtype and value.shape == expected.shape
+                assert value.tobytes() == expected.tobytes(), (trial, name)
+            else:
+                assert value == expected, (trial, name)
+        assert got_codes.dtype == expected_codes.dtype
+        np.testing.assert_array_equal(got_codes, expected_codes)
+    # Both answers occur, each often.
+    assert derived > 60 and declined > 60
+
+
+def test_restricted_binning_declines_what_a_fit_may_place_otherwise():
+    """Declined: a quantile walk (more distinct values than bins), a categorical
+    feature, and a column whose zero is -0.0 (its rows may lose the sign)."""
+    X = np.arange(20.0).reshape(10, 2)
+    codes = (binner := Binner(4, np.zeros(2, dtype=bool))).fit_transform(X)
+    assert binner.restricted(codes, np.arange(5)) is None
+    codes = (binner := Binner(255, np.array([False, True]))).fit_transform(X % 3)
+    assert binner.restricted(codes, np.arange(5)) is None
+    signed = np.array([[-0.0], [0.0], [1.0]])
+    codes = (binner := Binner(255, np.zeros(1, dtype=bool))).fit_transform(signed)
+    assert binner.restricted(codes, np.array([1, 2])) is None
+    codes = (binner := Binner(255, np.zeros(2, dtype=bool))).fit_transform(X % 3)
+    assert binner.restricted(codes, np.arange(5)) is not None
