@@ -315,6 +315,15 @@ class IterationGrower:
             self.pool = None
 
 
+# A fit keeps its trees as the grower's tables (GrownTree, 192 bytes a node) until it
+# packs them all at its end, as long as they hold at most this many nodes (about 50 MB);
+# beyond, they are made Tree objects (about 80 bytes a node) as each tree grows, as
+# before. Small models, whose fits the per-tree Python work slows, pack in one pass;
+# a large model's peak memory stays near what it was (10,000 trees of 255 leaves held
+# as tables would take about 1 GB, twice over while they are joined).
+GROWN_TABLES_MAX_NODES = 1 << 18
+
+
 # A sparse X grows on its stored entries (engine/gradient_sparse.py) when at most this
 # fraction of its values is stored; denser, on the dense workspace, as a dense X (the
 # same model, bit for bit). Measured, 20,000 x 400 counts, 30 trees of 31 leaves, grow
@@ -571,8 +580,9 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     # Without callbacks nothing sees a tree before the loop ends: each stays its
     # grower's table (a GrownTree) until pack_record packs them all at once. Making a
     # Tree of each and packing it took about 15 us a tree, a fifth of a small fit's
-    # iteration (diabetes, depth 3).
+    # iteration (diabetes, depth 3). Up to GROWN_TABLES_MAX_NODES nodes.
     keep_tables = not every_callback
+    held_nodes = 0
     metric = config.metric
     if metric is not None:
         if config.record_training:
@@ -683,6 +693,13 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
                     for e in evals:
                         e.raw[:, k] += values[evaluated.apply(e.X)]
             record.trees.append(iteration_trees)
+            if keep_tables:
+                held_nodes += sum(tree.table.shape[0] for tree in iteration_trees)
+                if held_nodes > GROWN_TABLES_MAX_NODES:
+                    keep_tables = False
+                    for trees in record.trees[begin:]:
+                        trees[:] = [as_tree(tree, n_features, tree_categories)
+                                    for tree in trees]
             choice.record(parallel, time.perf_counter() - t0)
             if grower.parallel:
                 numba.set_num_threads(choice.threads)

@@ -240,6 +240,21 @@ def test_trees_are_packed_alike_with_or_without_callbacks():
                 == getattr(watched.packed, name).tobytes()), name
 
 
+def test_trees_beyond_the_tables_limit_are_made_trees_as_they_grow(monkeypatch):
+    """Past GROWN_TABLES_MAX_NODES held nodes, the fit makes each tree a Tree as it
+    grows (the ones held so far included), so that a large model's tables do not pile
+    up; the packing is the same, bit for bit."""
+    X, y = _data()
+    plain, *_ = _boost(X, y, _config())
+    monkeypatch.setattr(loop, "GROWN_TABLES_MAX_NODES", 20)  # 15 nodes a tree: passed at 2
+    capped, *_ = _boost(X, y, _config())
+    assert all(type(tree) is Tree for trees in capped.trees for tree in trees)
+    for name in ("walk", "value", "impurity", "n_node_samples", "weighted_n_node_samples",
+                 "node_offset"):
+        assert (getattr(plain.packed, name).tobytes()
+                == getattr(capped.packed, name).tobytes()), name
+
+
 def test_a_continued_record_equals_one_long_run():
     X, y = _data()
     record, _, init_raw = _boost(X, y, _config(n_estimators=3))
