@@ -717,6 +717,11 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
             except EarlyStopException as stop:
                 record.best_iteration = int(stop.best_iteration)
                 break
+    except BaseException:
+        # A fit cut short (an error, an interrupt) leaves Trees, as a finished one does.
+        for trees in record.trees[begin:]:
+            trees[:] = [as_tree(tree, n_features, tree_categories) for tree in trees]
+        raise
     finally:
         grower.close()
         numba.set_num_threads(choice.threads)

@@ -259,7 +259,8 @@ class BaseDecisionTree(ExplainMixin, FittedTreeMixin, ParamNamesMixin, BaseEstim
         sparse_growth = criterion_code != criteria.ABSOLUTE_ERROR
         binned = None
         if not positive.all():
-            binned = self._binned_rows(X, kept, sparse_growth)
+            if self.prune != "reduced_error":  # which grows on some of the rows alone
+                binned = self._binned_rows(X, kept, sparse_growth)
             X, y, sample_weight = X[positive], y[positive], sample_weight[positive]
             raw_y = None if raw_y is None else raw_y[positive]
         self.max_features_ = _input.resolve_max_features(self.max_features, n_features)

@@ -255,6 +255,32 @@ def test_trees_beyond_the_tables_limit_are_made_trees_as_they_grow(monkeypatch):
                 == getattr(capped.packed, name).tobytes()), name
 
 
+def test_a_fit_cut_short_leaves_trees():
+    """An error in an iteration (here the loss's gradient, at the fourth) leaves the
+    iterations grown so far as Tree objects, as a finished fit leaves its trees, not
+    as the grower's tables."""
+    X, y = _data()
+    record = loop.BoostingRecord()
+    calls = []
+
+    class FailingLoss(losses.SquaredError):
+        def gradient_hessian(self, y, raw, grad, hess, iteration=0):
+            calls.append(iteration)
+            if len(calls) == 4:
+                raise RuntimeError("gradient failed")
+            super().gradient_hessian(y, raw, grad, hess, iteration)
+
+    weight = np.ones(len(y))
+    binner = Binner(255, np.zeros(X.shape[1], dtype=bool)).fit(X)
+    loss = FailingLoss()
+    with pytest.raises(RuntimeError, match="gradient failed"):
+        loop.boost(X, y, weight, binner, np.zeros(X.shape[1], dtype=bool),
+                   loss.init_raw(y, weight), loss, _config(), np.random.RandomState(0),
+                   record=record)
+    assert len(record.trees) == 3
+    assert all(type(tree) is Tree for trees in record.trees for tree in trees)
+
+
 def test_a_continued_record_equals_one_long_run():
     X, y = _data()
     record, _, init_raw = _boost(X, y, _config(n_estimators=3))
