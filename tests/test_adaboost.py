@@ -539,3 +539,33 @@ def test_rounds_without_zero_weight_rows_bin_them_from_the_first_rounds_codes(
         for name in ("children_left", "feature", "threshold", "value"):
             np.testing.assert_array_equal(getattr(a.tree_, name), getattr(b.tree_, name))
     np.testing.assert_array_equal(model.predict_proba(X), afresh.predict_proba(X))
+
+
+def test_rounds_check_and_encode_the_labels_once(monkeypatch):
+    """A silva tree in AdaBoost's rounds takes the labels' classes and codes from the
+    round cache after the first round (their checks cost about 120 us a round); the
+    model is the one whose every round checks them anew."""
+    from silva import _input
+
+    X, y = load_breast_cancer(return_X_y=True)
+    calls = []
+    checked = _input.classification_target
+
+    def counted(labels):
+        calls.append(1)
+        return checked(labels)
+
+    monkeypatch.setattr(_input, "classification_target", counted)
+    model = AdaBoostClassifier(n_estimators=30, random_state=0).fit(X, y)
+    # One for the ensemble's own labels, one for the rounds' encoded labels.
+    assert len(calls) == 2 and len(model.estimators_) == 30
+    calls.clear()
+    monkeypatch.setattr(DecisionTreeClassifier, "_classification_target",
+                        lambda self, y_given, labels: counted(labels))
+    afresh = AdaBoostClassifier(n_estimators=30, random_state=0).fit(X, y)
+    assert len(calls) == 31  # every round checked anew
+    np.testing.assert_array_equal(model.estimator_weights_, afresh.estimator_weights_)
+    np.testing.assert_array_equal(model.predict_proba(X), afresh.predict_proba(X))
+    for a, b in zip(model.estimators_, afresh.estimators_, strict=True):
+        np.testing.assert_array_equal(a.classes_, b.classes_)
+        np.testing.assert_array_equal(a.tree_.threshold, b.tree_.threshold)
