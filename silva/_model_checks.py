@@ -556,6 +556,7 @@ def _kind_of(cls):
     from silva.voting import VotingClassifier, _BaseVoting
 
     return {
+        "adaboost": issubclass(cls, _BaseAdaBoost),
         "boosting": issubclass(cls, BaseGradientBoosting),
         "forest": issubclass(cls, BaseForest),
         # ensembles of whole estimators, and those whose members learn class codes
@@ -666,10 +667,29 @@ def check_estimator(owner, where, context):
         _check_member_classes(owner, where)
     if _is_meta_ensemble(owner):
         _check_member_features(owner, where, context)
+    if _kind_of(type(owner))["adaboost"]:
+        _check_adaboost_weights(owner, where, context)
     if _is_boosting(owner) and "_packed" in state:
         _check_boosting(owner, where, context)
     if _is_forest(owner) and "_packed" in state:
         _check_forest(owner, where, context)
+
+
+def _check_adaboost_weights(owner, where, context):
+    """AdaBoost combines its members with one weight each (its prediction pairs them
+    up): ``estimator_weights_`` and ``estimator_errors_`` hold one finite number per
+    member."""
+    state = vars(owner)
+    members = state.get("estimators_")
+    if not isinstance(members, list | tuple):
+        return
+    for name in ("estimator_weights_", "estimator_errors_"):
+        if name in state:
+            values = _array(state[name], f"{where}.{name}", FLOAT64, 1, context,
+                            len(members))
+            if not np.isfinite(values).all():
+                _fail(f"{where}.{name}", f"member {_first(~np.isfinite(values))}'s entry "
+                      "is not finite")
 
 
 def _check_member_features(owner, where, context):

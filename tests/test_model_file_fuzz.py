@@ -571,3 +571,24 @@ def test_a_feature_index_of_65535_is_refused(saved):
     feature[0] = 65535
     with pytest.raises(ValueError, match=r"node 0: split feature 65535 is outside \[0, 5\)"):
         load(io.BytesIO(rewrite(model.data, {member: npy(feature)})))
+
+
+@pytest.mark.parametrize("edited", [np.ones(2), np.array([1.0, np.inf, 1.0])],
+                         ids=["one weight short", "infinite weight"])
+def test_adaboost_weights_not_one_finite_per_member_are_refused(saved, edited):
+    """AdaBoost pairs each member with its weight and error: a file (checksums
+    recomputed) whose weights are fewer than its three members, or not finite, is
+    refused at load, naming the attribute; predicting from it had failed inside the
+    vote."""
+    model = saved["adaboost"]
+    members = read_members(model.data)
+    edited_names = []
+    for path, member in model.arrays:
+        name = path.rsplit(".", 1)[-1]
+        if name not in ("estimator_weights_", "estimator_errors_"):
+            continue
+        assert np.load(io.BytesIO(members[member])).shape == (3,)
+        with pytest.raises(ValueError, match=name):
+            load(io.BytesIO(rewrite(model.data, {member: npy(edited)})))
+        edited_names.append(name)
+    assert sorted(edited_names) == ["estimator_errors_", "estimator_weights_"]
