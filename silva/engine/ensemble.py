@@ -750,10 +750,7 @@ class PackedTrees:
             raise ValueError("from_node_arrays needs each split's right child to be its "
                              "left child + 1, after its parent.")
         packed = cls.__new__(cls)
-        packed.n_features = int(n_features)
-        if packed.n_features > MAX_WALK_FEATURES:
-            raise ValueError(f"trees with more than {MAX_WALK_FEATURES} features cannot be "
-                             f"packed; got {packed.n_features}.")
+        packed._set_n_features(n_features)
         packed.n_classes = np.atleast_1d(np.asarray(n_classes, dtype=np.intp))
         packed.value = np.ascontiguousarray(value, dtype=np.float64)
         packed.tree_outputs = 1
@@ -791,11 +788,15 @@ class PackedTrees:
             raise ValueError("tree_weight and output_column need one entry per tree.")
 
     # ------------------------------------------------------------- building
-    def _start(self, tree, expected_nodes):
-        self.n_features = tree.n_features
+    def _set_n_features(self, n_features):
+        """Record the trees' feature count; a walk record stores a feature in 30 bits."""
+        self.n_features = int(n_features)
         if self.n_features > MAX_WALK_FEATURES:
             raise ValueError(f"trees with more than {MAX_WALK_FEATURES} features cannot be "
                              f"packed; got {self.n_features}.")
+
+    def _start(self, tree, expected_nodes):
+        self._set_n_features(tree.n_features)
         self.n_classes = tree.n_classes
         # A multi-output tree's values (n_outputs, width) are packed flat, output after
         # output: n_values per node in all.
