@@ -4,6 +4,7 @@ No input may crash the compiled engine or yield NaN predictions.
 """
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -64,6 +65,31 @@ def test_y_of_wrong_length(model_class):
 def test_continuous_y_for_a_classifier():
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         DecisionTreeClassifier().fit(X, Y_REG)
+
+
+@pytest.mark.parametrize("y", [
+    np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0]), np.array([1e20, 0.0]),
+    np.array([2.0**62, 3.0]), np.array([-0.0, 0.0, 3.0]), np.array([-3.0, 7.0]),
+    np.array([1, 2], dtype=np.uint8), np.array([True, False]), np.array([-5, 9]),
+    np.array(["a", "b"]), np.array([1, 2.5], dtype=object), np.array([1, 2], dtype=object),
+], ids=repr)
+def test_labels_accepted_exactly_as_scikit_learn_accepts_them(y):
+    """classification_target skips scikit-learn's type_of_target for integer labels (a
+    quarter of a small tree's fit): what it accepts and refuses must stay the same."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from silva import _input
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # its cast of 1e20
+            check_classification_targets(y)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=re.escape(str(error))):
+            _input.classification_target(y)
+    else:
+        classes, codes = _input.classification_target(y)
+        np.testing.assert_array_equal(classes[codes], y)
 
 
 def test_non_numeric_y_for_a_regressor():
