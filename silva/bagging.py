@@ -374,7 +374,7 @@ class _EngineMembers:
             weights = counts * (sample_weight if sample_weight is not None else 1.0)
             return self.job(t, seeds[t], counts, features, weights, order)
 
-        grown_trees = iter_grown_jobs(make_job, len(seeds), n_threads)
+        grown_trees = iter_grown_jobs(make_job, len(seeds), n_threads, len(order))
         return [self.finish(t, grown) for t, grown in enumerate(progress_bar(grown_trees))]
 
 

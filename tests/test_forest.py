@@ -267,6 +267,47 @@ def test_same_forest_for_any_number_of_threads(cls):
     assert not np.array_equal(getattr(other_seed, predict)(X), reference)
 
 
+def test_trees_per_job():
+    from silva.engine.forest import trees_per_job
+
+    assert trees_per_job(100, 2, 353) == 6  # diabetes: at most an eighth of a share
+    assert trees_per_job(1000, 2, 353) == 12  # ceil(4096 / 353) rows' worth
+    assert trees_per_job(100, 2, 4096) == 1
+    assert trees_per_job(100, 2, 16_000) == 1
+    assert trees_per_job(10, 2, 100) == 1
+
+
+@pytest.mark.parametrize("cls", [RandomForestClassifier, ExtraTreesRegressor])
+def test_threads_growing_trees_in_batches_give_the_same_forest(cls, monkeypatch):
+    """Worker jobs of 5 consecutive trees (37 trees: the last job has 2). The trees,
+    their order, and a stop by a callback are those of one thread."""
+    from silva.engine import forest as engine_forest
+
+    X, y = datasets.make_classification(150, 6, random_state=0)
+    serial = cls(37, random_state=0, n_jobs=1).fit(X, y)
+    sizes = []
+
+    def five_per_job(n_trees, n_threads, n_rows):
+        sizes.append(5)
+        return 5
+
+    monkeypatch.setattr(engine_forest, "trees_per_job", five_per_job)
+    threaded = cls(37, random_state=0, n_jobs=2).fit(X, y)
+    assert sizes == [5]
+    for mine, theirs in zip(_tree_arrays(serial), _tree_arrays(threaded), strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+    def stop_after_seven(env):
+        if env.iteration == 6:
+            raise EarlyStopException(env.iteration)
+
+    stopped = cls(37, random_state=0, n_jobs=2).fit(X, y, callbacks=[stop_after_seven])
+    assert len(stopped.estimators_) == 7
+    for mine, theirs in zip(_tree_arrays(stopped), _tree_arrays(serial)[:7], strict=True):
+        np.testing.assert_array_equal(mine[2], theirs[2])
+
+
 # ------------------------------------------------------------------------- warm start
 @pytest.mark.filterwarnings("ignore:.*no out-of-bag prediction:UserWarning")
 @pytest.mark.parametrize("cls", FORESTS)

@@ -24,28 +24,35 @@ from silva.engine.cart import BinnedData, GrownTree, GrowthRules, TreeTask, grow
 from silva.engine.grower import buffers_reused_in_this_thread, reuse_buffers_in_this_thread
 
 __all__ = ["BinnedData", "GrownTree", "GrowthRules", "TreeTask", "iter_grown_jobs",
-           "iter_grown_trees"]
+           "iter_grown_trees", "trees_per_job"]
 
 # No parallel region inside a tree grown in a worker thread (see the module docstring).
 NO_PARALLEL_WORK = np.iinfo(np.int64).max
+
+# A worker thread's job grows consecutive trees of about this many training rows in all
+# (see trees_per_job); 0 makes every tree a job of its own.
+BATCH_ROWS = 4096
 
 
 def iter_grown_trees(data, rules, make_task, n_trees, n_threads):
     """Grow ``n_trees`` trees, tree ``t`` from ``make_task(t)``, on ``n_threads`` threads.
 
     Yields each :class:`~silva.engine.cart.GrownTree` in tree order as soon as it and the
-    trees before it are done. At most ``2 * n_threads`` trees are in flight, so a caller that stops
-    iterating (a callback asking to stop early) leaves little work behind; the pending
-    trees are cancelled when the generator is closed.
+    trees before it are done. At most ``2 * n_threads`` jobs (a tree, or a batch of small
+    ones: see :func:`iter_grown_jobs`) are in flight, so a caller that stops iterating (a
+    callback asking to stop early) leaves little work behind; the pending jobs are
+    cancelled when the generator is closed.
     """
-    return iter_grown_jobs(lambda t: (data, rules, make_task(t)), n_trees, n_threads)
+    return iter_grown_jobs(lambda t: (data, rules, make_task(t)), n_trees, n_threads,
+                           data.n_samples)
 
 
-def iter_grown_jobs(make_job, n_trees, n_threads):
+def iter_grown_jobs(make_job, n_trees, n_threads, n_rows):
     """:func:`iter_grown_trees` for trees that differ in more than their task: tree ``t``
     is grown from ``make_job(t) = (data, rules, task)``, so that each may read its own
     columns of one binned dataset under its own rules (bagging's members, each on its
-    drawn features, :mod:`silva.bagging`). Same order, threads and cancellation."""
+    drawn features, :mod:`silva.bagging`). Same order, threads and cancellation;
+    ``n_rows``, the rows of the data the trees grow on, sizes the threads' batches."""
     if n_threads <= 1 or n_trees <= 1:
         # Each tree takes the previous one's buffers (reuse_buffers_in_this_thread),
         # given back when the forest is done.
@@ -54,8 +61,11 @@ def iter_grown_jobs(make_job, n_trees, n_threads):
                 yield grow_cart_tree(*make_job(t))
         return
 
-    def work(t):
-        return grow_cart_tree(*make_job(t), NO_PARALLEL_WORK)
+    batch = trees_per_job(n_trees, n_threads, n_rows)
+
+    def work(first):
+        return [grow_cart_tree(*make_job(t), NO_PARALLEL_WORK)
+                for t in range(first, min(first + batch, n_trees))]
 
     # The pool's threads reuse their buffers from tree to tree; they end with the pool.
     with ThreadPoolExecutor(max_workers=n_threads,
@@ -66,11 +76,23 @@ def iter_grown_jobs(make_job, n_trees, n_threads):
             while next_tree < n_trees or pending:
                 while next_tree < n_trees and len(pending) < 2 * n_threads:
                     pending.append(pool.submit(work, next_tree))
-                    next_tree += 1
-                yield pending.popleft().result()
+                    next_tree += batch
+                yield from pending.popleft().result()
         finally:
             for future in pending:
                 future.cancel()
+
+
+def trees_per_job(n_trees, n_threads, n_rows):
+    """How many consecutive trees a worker thread's job grows (:func:`iter_grown_jobs`).
+
+    Trees of small data take a fraction of a millisecond, and handing each to a thread
+    and its result back (a queue, a wake-up each way, the GIL) cost 15-20% of a forest's
+    fit on 2 threads (100 trees on diabetes' 353 rows, Zen 5). So a job grows trees of
+    about :data:`BATCH_ROWS` training rows in all, and at most an eighth of a thread's
+    share, so that the threads still end together. One tree a job from 4,096 rows.
+    """
+    return max(1, min(-(-BATCH_ROWS // max(n_rows, 1)), n_trees // (8 * n_threads)))
 
 
 def binned_columns(data, features):
