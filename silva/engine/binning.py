@@ -654,6 +654,10 @@ def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, featur
     """
     n_columns = n_distinct.shape[0]
     column_first = np.cumsum(n_distinct) - n_distinct
+    if not np.any(n_distinct > max_bins):
+        _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_bins,
+                                 thresholds, lower, upper, n_value_bins)
+        return
     # Two entries past the end, so that reads at a column's first value (and the one
     # after) stay in bounds for empty columns; their results are masked below.
     padded = np.zeros(distinct.size + 2)
@@ -683,6 +687,31 @@ def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, featur
         present, padded[column_first + n_distinct - 1], 0.0)
     upper[features, :max_bins] = upper_rows
     n_value_bins[features] = n_closed + 1
+
+
+def _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_bins,
+                             thresholds, lower, upper, n_value_bins):
+    """:func:`_edges_from_distinct` where no column has more than ``max_bins`` distinct
+    values: bin ``k`` of a column holds its ``k``-th distinct value alone (its lower and
+    upper value), and its threshold is the midpoint of that value and the next. The same
+    arrays, from operations over the distinct values rather than over ``max_bins``
+    entries per column: on small data (wine, 142 x 13) that took a fifth of a tree's
+    fit, every value of every column having a bin of its own.
+    """
+    column = np.repeat(np.arange(n_distinct.shape[0]), n_distinct)
+    rank = np.arange(distinct.size) - column_first[column]
+    rows = features[column]
+    lower[features, :max_bins] = 0.0
+    upper[features, :max_bins] = 0.0
+    lower[rows, rank] = distinct
+    upper[rows, rank] = distinct
+    thresholds[features, :max_bins - 1] = np.inf
+    # A value followed by another of its column closes its bin there.
+    closing = np.flatnonzero(column[:-1] == column[1:])
+    thresholds[rows[closing], rank[closing]] = _midpoints(distinct[closing],
+                                                          distinct[closing + 1])
+    # A column without present values has one empty bin at 0.0.
+    n_value_bins[features] = np.maximum(n_distinct, 1)
 
 
 def _sparse_column_distinct(values, n_implicit_zeros):
