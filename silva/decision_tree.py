@@ -711,8 +711,9 @@ class DecisionTreeClassifier(PredictLogProbaMixin, PersistenceMixin, TreeReportM
         """:func:`silva._input.classification_target` of ``y`` (the validated
         ``y_given``), kept in the ``_bin_cache`` an ensemble lends for one fit (see
         :meth:`_binned`): AdaBoost's rounds fit the same labels each round, whose checks
-        (scikit-learn's ``type_of_target`` among them) took about 120 us a round, a fifth
-        of a stump's round on breast cancer."""
+        took about 120 us a round, a fifth of a stump's round on breast cancer (most of
+        it scikit-learn's ``type_of_target``, which integer labels now skip; a sort of
+        the labels remains)."""
         cache = getattr(self, "_bin_cache", None)
         if cache is not None and cache.get("y") is y_given:
             return cache["target"]
