@@ -75,7 +75,7 @@ def test_continuous_y_for_a_classifier():
 ], ids=repr)
 def test_labels_accepted_exactly_as_scikit_learn_accepts_them(y):
     """classification_target skips scikit-learn's type_of_target for integer labels (a
-    quarter of a small tree's fit): what it accepts and refuses must stay the same."""
+    third of a tree's fit on wine): what it accepts and refuses must stay the same."""
     from sklearn.utils.multiclass import check_classification_targets
 
     from silva import _input

@@ -695,8 +695,9 @@ def _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_b
     values: bin ``k`` of a column holds its ``k``-th distinct value alone (its lower and
     upper value), and its threshold is the midpoint of that value and the next. The same
     arrays, from operations over the distinct values rather than over ``max_bins``
-    entries per column: on small data (wine, 142 x 13) that took a fifth of a tree's
-    fit, every value of every column having a bin of its own.
+    entries per column, most of them masked: on small data, where every value of every
+    column has a bin of its own, a tree's fit on wine (142 x 13) took 305 us before and
+    275 us after (Zen 5).
     """
     column = np.repeat(np.arange(n_distinct.shape[0]), n_distinct)
     rank = np.arange(distinct.size) - column_first[column]
