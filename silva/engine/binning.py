@@ -579,14 +579,27 @@ def _map_to_bins(X, is_categorical, padded_thresholds, missing_bin, out):
 NUMPY_BINNING_MAX_VALUES = 1 << 18
 
 
+def _numeric_columns(X, numeric):
+    """The ``numeric`` columns of ``X`` as rows (a transposed view when they are all of
+    X's columns; the fancy-indexed copy, one more temporary the size of X, otherwise)."""
+    if numeric.size == X.shape[1]:
+        return X.T
+    return X[:, numeric].T
+
+
+def _holds_negative_zero(columns):
+    """One bool per row of ``columns``: whether it holds a -0.0."""
+    return ((columns == 0.0) & np.signbit(columns)).any(axis=1)
+
+
 def _midpoints(low, high):
     """:func:`midpoint` of each pair, vectorised."""
     mid = low / 2.0 + high / 2.0
     return np.where((mid >= high) | np.isinf(mid), low, mid)
 
 
-def _numeric_bins_numpy(sorted_columns, features, max_bins, thresholds, lower, upper,
-                        n_value_bins):
+def _numeric_bins_numpy(sorted_columns, negative_zero, features, max_bins, thresholds, lower,
+                        upper, n_value_bins):
     """Bin edges of the numeric ``features`` with numpy, written to those features' rows
     of the binner's arrays; returns each sorted value's bin code (``sorted_columns``'
     shape; missing values' entries are to be replaced by the missing bin).
@@ -595,7 +608,9 @@ def _numeric_bins_numpy(sorted_columns, features, max_bins, thresholds, lower, u
 
     The same edges as the compiled :func:`_feature_bins` (the tests compare them bit for
     bit), by :func:`_edges_from_distinct`'s rule. -0.0 and 0.0 are one value, reported
-    as -0.0 when the column holds a -0.0. Every feature at once, in whole-array
+    as -0.0 when the column holds a -0.0: where ``negative_zero`` (one bool per column,
+    :func:`_holds_negative_zero` of the columns before sorting, since numpy's sort may
+    turn a -0.0 into 0.0) is True. Every feature at once, in whole-array
     operations on flat arrays: on small data (a few hundred rows) numpy's per-call cost,
     paid per feature, was most of the binning's time, and two-dimensional fancy
     indexing cost about 10 ns an element.
@@ -603,10 +618,12 @@ def _numeric_bins_numpy(sorted_columns, features, max_bins, thresholds, lower, u
     n_features, n_rows = sorted_columns.shape
     missing = np.isnan(sorted_columns)
     n_present = n_rows - missing.sum(axis=1)
-    is_zero = sorted_columns == 0.0
-    signed_zero = np.where((is_zero & np.signbit(sorted_columns)).any(axis=1), -0.0, 0.0)
-    values = (np.where(is_zero, signed_zero[:, None], sorted_columns) if is_zero.any()
-              else sorted_columns)
+    # Only a column holding a -0.0 needs its zeros made one value; elsewhere they are all
+    # 0.0 already (and a copy of every value is a page-faulting temporary on small data).
+    values = sorted_columns
+    if negative_zero.any():
+        signed_zero = np.where(negative_zero, -0.0, 0.0)
+        values = np.where(sorted_columns == 0.0, signed_zero[:, None], sorted_columns)
     is_first = ~missing
     np.logical_and(is_first[:, 1:], values[:, 1:] != values[:, :-1], out=is_first[:, 1:])
     # Each sorted value's distinct value, counted over the columns one after the other:
@@ -884,9 +901,10 @@ class Binner:
                         else np.empty(0, dtype=self.dtype_))
         return column_start, column_rows, column_codes, default_code
 
-    def _fit(self, X, edge_rows, sorted_numeric):
+    def _fit(self, X, edge_rows, sorted_numeric, negative_zero=None):
         """:meth:`fit`; ``sorted_numeric``, when given, holds the numeric columns of
-        ``X`` sorted (as :func:`_numeric_bins_numpy` takes them). Returns the bin codes
+        ``X`` sorted, and ``negative_zero`` which of them hold a -0.0 (as
+        :func:`_numeric_bins_numpy` takes them). Returns the bin codes
         of the sorted numeric columns when numpy binned them (see
         :func:`_numeric_bins_numpy`), else None."""
         n_features = X.shape[1]
@@ -907,10 +925,12 @@ class Binner:
             X_edges = X if edge_rows is None else X[edge_rows]
             n_rows = X_edges.shape[0]
             if sorted_numeric is None and n_rows * numeric.size <= NUMPY_BINNING_MAX_VALUES:
-                sorted_numeric = np.sort(X_edges[:, numeric].T, axis=1)
+                columns = _numeric_columns(X_edges, numeric)
+                negative_zero = _holds_negative_zero(columns)
+                sorted_numeric = np.sort(columns, axis=1)
             if sorted_numeric is not None:
                 sorted_codes = _numeric_bins_numpy(
-                    sorted_numeric, numeric, max_bins, self.bin_thresholds_,
+                    sorted_numeric, negative_zero, numeric, max_bins, self.bin_thresholds_,
                     self.bin_lower_, self.bin_upper_, self.n_value_bins_)
                 numeric = numeric[:0]  # all binned
         if numeric.size:
@@ -1008,15 +1028,24 @@ class Binner:
         if is_sparse(X) or X.size > NUMPY_BINNING_MAX_VALUES or numeric.size == 0:
             return self.fit(X).transform(X)
         X = np.asarray(X, dtype=np.float64)
-        columns = np.ascontiguousarray(X[:, numeric].T)
+        # A copy of its own (X.T of a Fortran-ordered X is X's own memory): it is sorted
+        # in place below.
+        columns = np.array(_numeric_columns(X, numeric), order="C")
         # Each value's position in the flattened columns, in sorted order (NaN last); one
-        # flat index serves the gather and the scatter back (numpy's two-dimensional
-        # take_along_axis and put_along_axis cost about 4 ns more an element).
+        # flat index serves the scatter back (numpy's two-dimensional put_along_axis
+        # costs about 4 ns more an element).
         order = np.argsort(columns, axis=1)
         order += np.arange(0, columns.size, columns.shape[1])[:, None]
         order = order.ravel()
-        sorted_numeric = columns.ravel()[order].reshape(columns.shape)
-        sorted_codes = self._fit(X, None, sorted_numeric)
+        # The sorted values by a sort in place rather than gathered through the order: no
+        # temporary the size of X (on small data each such one is fresh memory from the
+        # system, page faults and all). Only values that compare equal (0.0 and -0.0, NaN)
+        # may lie in another order or come out as the other one: no code depends on
+        # that, and which columns hold a -0.0 is read before sorting.
+        negative_zero = _holds_negative_zero(columns)
+        columns.sort(axis=1)
+        sorted_numeric = columns
+        sorted_codes = self._fit(X, None, sorted_numeric, negative_zero)
         out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
         categorical = np.flatnonzero(self.is_categorical)
         if categorical.size:
@@ -1025,6 +1054,9 @@ class Binner:
                          self.bin_thresholds_[categorical], self.missing_bin_, codes)
             out[categorical] = codes
         sorted_codes[np.isnan(sorted_numeric)] = self.missing_bin_
+        if numeric.size == X.shape[1]:
+            out.ravel()[order] = sorted_codes.ravel()
+            return out
         numeric_codes = np.empty(sorted_codes.shape, dtype=self.dtype_)
         numeric_codes.ravel()[order] = sorted_codes.ravel()
         out[numeric] = numeric_codes

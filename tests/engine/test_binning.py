@@ -323,3 +323,30 @@ def test_restricted_binning_declines_what_a_fit_may_place_otherwise():
     assert binner.restricted(codes, np.array([1, 2])) is None
     codes = (binner := Binner(255, np.zeros(2, dtype=bool))).fit_transform(X % 3)
     assert binner.restricted(codes, np.arange(5)) is not None
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_fit_and_fit_transform_agree_on_negative_zero_and_leave_X_alone(order):
+    """numpy's sort may turn a -0.0 into 0.0 (one -0.0 among 40 zeros comes out as 0.0),
+    so which columns hold a -0.0 is read before sorting, in ``fit`` as in
+    ``fit_transform`` (which sorts a copy of X in place: X itself stays as it was)."""
+    rng = np.random.default_rng(5)
+    lone = np.r_[-0.0, np.zeros(40), rng.normal(size=20)]
+    X = np.column_stack([lone, np.abs(lone), rng.permutation(lone),
+                         rng.choice([-0.0, 0.0, 2.0, np.nan], lone.size)])
+    X = np.asarray(X, order=order)
+    before = X.copy()
+    fitted = Binner(255, np.zeros(4, bool)).fit(X)
+    both = Binner(255, np.zeros(4, bool))
+    codes = both.fit_transform(X)
+    np.testing.assert_array_equal(X.view(np.int64), before.view(np.int64))
+    np.testing.assert_array_equal(fitted.n_value_bins_, both.n_value_bins_)
+    for name in ("bin_thresholds_", "bin_lower_", "bin_upper_"):
+        # Bit for bit: -0.0 against 0.0 counts as a difference.
+        np.testing.assert_array_equal(getattr(fitted, name).view(np.int64),
+                                      getattr(both, name).view(np.int64), err_msg=name)
+    np.testing.assert_array_equal(fitted.transform(X), codes)
+    # The zero's bin reports -0.0 exactly for the columns that hold one.
+    zero_bin = codes[:, 1]  # row 1 is a 0.0 in every column but the last
+    reported = fitted.bin_lower_[np.arange(3), zero_bin[:3]]
+    np.testing.assert_array_equal(np.signbit(reported), [True, False, True])
