@@ -671,6 +671,7 @@ def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, featur
     """
     n_columns = n_distinct.shape[0]
     column_first = np.cumsum(n_distinct) - n_distinct
+    features = np.asarray(features, dtype=np.intp)  # a list from the sparse path
     if not np.any(n_distinct > max_bins):
         _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_bins,
                                  thresholds, lower, upper, n_value_bins)
