@@ -672,7 +672,8 @@ def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, featur
     n_columns = n_distinct.shape[0]
     column_first = np.cumsum(n_distinct) - n_distinct
     features = np.asarray(features, dtype=np.intp)  # a list from the sparse path
-    if not np.any(n_distinct > max_bins):
+    walked = np.flatnonzero(n_distinct > max_bins)
+    if not walked.size:
         _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_bins,
                                  thresholds, lower, upper, n_value_bins)
         return
@@ -683,12 +684,9 @@ def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, featur
     bin_number = np.arange(max_bins - 1)
     # Bin b closes at distinct value k_b: k_b = b when every value has its own bin.
     closing = np.broadcast_to(bin_number, (n_columns, bin_number.size)).copy()
-    walked = np.flatnonzero(n_distinct > max_bins)
-    if walked.size:
-        ranks = np.ceil((bin_number + 1) * n_present[walked, None]
-                        / max_bins).astype(np.int64) - 1
-        closing[walked] = bin_number + np.maximum.accumulate(
-            distinct_index(walked, ranks) - bin_number, axis=1)
+    ranks = np.ceil((bin_number + 1) * n_present[walked, None] / max_bins).astype(np.int64) - 1
+    closing[walked] = bin_number + np.maximum.accumulate(
+        distinct_index(walked, ranks) - bin_number, axis=1)
     n_closed = np.count_nonzero(closing < (n_distinct - 1)[:, None], axis=1)
     closed = bin_number < n_closed[:, None]
     at = column_first[:, None] + np.where(closed, closing, 0)
@@ -799,7 +797,7 @@ class Binner:
         """
         if is_sparse(X):
             return self._fit_sparse(X, edge_rows)
-        self._fit(X, edge_rows, None)
+        self._fit(X, edge_rows)
         return self
 
     def _allocate(self, n_features, n_categories):
@@ -902,10 +900,10 @@ class Binner:
                         else np.empty(0, dtype=self.dtype_))
         return column_start, column_rows, column_codes, default_code
 
-    def _fit(self, X, edge_rows, sorted_numeric, negative_zero=None):
-        """:meth:`fit`; ``sorted_numeric``, when given, holds the numeric columns of
-        ``X`` sorted, and ``negative_zero`` which of them hold a -0.0 (as
-        :func:`_numeric_bins_numpy` takes them). Returns the bin codes
+    def _fit(self, X, edge_rows, presorted=None):
+        """:meth:`fit`; ``presorted``, when given, is ``(sorted_numeric,
+        negative_zero)``: the numeric columns of ``X`` sorted, and which of them hold a
+        -0.0 (as :func:`_numeric_bins_numpy` takes them). Returns the bin codes
         of the sorted numeric columns when numpy binned them (see
         :func:`_numeric_bins_numpy`), else None."""
         n_features = X.shape[1]
@@ -925,13 +923,12 @@ class Binner:
             X = np.asarray(X, dtype=np.float64)
             X_edges = X if edge_rows is None else X[edge_rows]
             n_rows = X_edges.shape[0]
-            if sorted_numeric is None and n_rows * numeric.size <= NUMPY_BINNING_MAX_VALUES:
+            if presorted is None and n_rows * numeric.size <= NUMPY_BINNING_MAX_VALUES:
                 columns = _numeric_columns(X_edges, numeric)
-                negative_zero = _holds_negative_zero(columns)
-                sorted_numeric = np.sort(columns, axis=1)
-            if sorted_numeric is not None:
+                presorted = np.sort(columns, axis=1), _holds_negative_zero(columns)
+            if presorted is not None:
                 sorted_codes = _numeric_bins_numpy(
-                    sorted_numeric, negative_zero, numeric, max_bins, self.bin_thresholds_,
+                    *presorted, numeric, max_bins, self.bin_thresholds_,
                     self.bin_lower_, self.bin_upper_, self.n_value_bins_)
                 numeric = numeric[:0]  # all binned
         if numeric.size:
@@ -1046,7 +1043,7 @@ class Binner:
         negative_zero = _holds_negative_zero(columns)
         columns.sort(axis=1)
         sorted_numeric = columns
-        sorted_codes = self._fit(X, None, sorted_numeric, negative_zero)
+        sorted_codes = self._fit(X, None, (sorted_numeric, negative_zero))
         out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
         categorical = np.flatnonzero(self.is_categorical)
         if categorical.size:
