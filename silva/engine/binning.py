@@ -592,6 +592,53 @@ def _holds_negative_zero(columns):
     return ((columns == 0.0) & np.signbit(columns)).any(axis=1)
 
 
+# Order-preserving integer keys of float64 values (see _sorted_with_order): a value's bits
+# with the sign bit set when it is positive, every bit flipped when it is negative, so that
+# unsigned comparison of keys is the comparison of the values (-0.0 just below 0.0).
+_SIGN_BIT = np.uint64(1 << 63)
+
+
+def _sorted_with_order(columns):
+    """``(sorted_columns, order)``: each row of ``columns`` (float64) sorted, NaN last,
+    and each sorted value's position in its row (int64, ``sorted_columns[j] ==
+    columns[j, order[j]]``): what ``np.sort`` and ``np.argsort`` give, up to the order of
+    equal values. ``columns`` is left as it was.
+
+    Through one sort of 64-bit integers in place of numpy's argsort, which took 5x a sort
+    of the same columns on AMD Zen 5 and 4-8x on Zen 4 (a digits tree's largest cost
+    after its grower). Each value's order-preserving key (:data:`_SIGN_BIT`) gives up its
+    low bits to the value's position in the row, so that the sorted keys carry the
+    order. Values that differ only in those bits (a relative difference below about
+    ``2**-34`` with 2**18 rows) then sort by position: the sorted values are checked for
+    that, and such columns take numpy's argsort after all.
+    """
+    n_rows = columns.shape[1]
+    values = np.array(columns, order="C")
+    # NaNs last: one positive NaN for all (x86's own NaN has the sign bit set, and a
+    # payload in the low bits would be lost to the position below).
+    missing = np.isnan(values)
+    if missing.any():
+        values[missing] = np.nan
+    keys = values.view(np.uint64)
+    flip = keys.view(np.int64) >> 63  # all ones where negative, else zero
+    flip = flip.view(np.uint64)
+    flip |= _SIGN_BIT
+    keys ^= flip
+    position_mask = np.uint64((1 << max(1, (n_rows - 1).bit_length())) - 1)
+    keys &= ~position_mask
+    keys |= np.arange(n_rows, dtype=np.uint64)
+    keys.sort(axis=1)
+    keys &= position_mask
+    order = keys.view(np.int64)
+    sorted_columns = np.take_along_axis(columns, order, axis=1)
+    if (sorted_columns[:, 1:] < sorted_columns[:, :-1]).any():
+        values = np.array(columns, order="C")
+        order = np.argsort(values, axis=1)
+        values.sort(axis=1)
+        sorted_columns = values
+    return sorted_columns, order
+
+
 def _midpoints(low, high):
     """:func:`midpoint` of each pair, vectorised."""
     mid = low / 2.0 + high / 2.0
@@ -1026,23 +1073,15 @@ class Binner:
         if is_sparse(X) or X.size > NUMPY_BINNING_MAX_VALUES or numeric.size == 0:
             return self.fit(X).transform(X)
         X = np.asarray(X, dtype=np.float64)
-        # A copy of its own (X.T of a Fortran-ordered X is X's own memory): it is sorted
-        # in place below.
-        columns = np.array(_numeric_columns(X, numeric), order="C")
+        columns = _numeric_columns(X, numeric)
+        # Read before sorting: a sort may turn a -0.0 into 0.0.
+        negative_zero = _holds_negative_zero(columns)
+        sorted_numeric, order = _sorted_with_order(columns)
         # Each value's position in the flattened columns, in sorted order (NaN last); one
         # flat index serves the scatter back (numpy's two-dimensional put_along_axis
         # costs about 4 ns more an element).
-        order = np.argsort(columns, axis=1)
-        order += np.arange(0, columns.size, columns.shape[1])[:, None]
+        order += np.arange(0, order.size, order.shape[1])[:, None]
         order = order.ravel()
-        # The sorted values by a sort in place rather than gathered through the order: no
-        # temporary the size of X (on small data each such one is fresh memory from the
-        # system, page faults and all). Only values that compare equal (0.0 and -0.0, NaN)
-        # may lie in another order or come out as the other one: no code depends on
-        # that, and which columns hold a -0.0 is read before sorting.
-        negative_zero = _holds_negative_zero(columns)
-        columns.sort(axis=1)
-        sorted_numeric = columns
         sorted_codes = self._fit(X, None, (sorted_numeric, negative_zero))
         out = np.empty((X.shape[1], X.shape[0]), dtype=self.dtype_)
         categorical = np.flatnonzero(self.is_categorical)

@@ -350,3 +350,23 @@ def test_fit_and_fit_transform_agree_on_negative_zero_and_leave_X_alone(order):
     zero_bin = codes[:, 1]  # row 1 is a 0.0 in every column but the last
     reported = fitted.bin_lower_[np.arange(3), zero_bin[:3]]
     np.testing.assert_array_equal(np.signbit(reported), [True, False, True])
+
+
+@pytest.mark.parametrize("n_samples", [1, 2, 7, 200, 5000])
+def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples):
+    """``_sorted_with_order`` sorts integer keys that carry each value's position in
+    their low bits. Values that differ only in those bits (adjacent floats) would sort
+    by position: such rows must come out sorted all the same (numpy's argsort then)."""
+    rng = np.random.default_rng(n_samples)
+    rows = _adversarial_columns(rng, n_samples)
+    # The larger of two adjacent floats first: sorted by position, they would stay so.
+    rows.append(np.resize([np.nextafter(1.0, 2.0), 1.0], n_samples))
+    rows.append(np.resize([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0], n_samples))
+    columns = np.array(rows)
+    before = columns.copy()
+    sorted_columns, order = binning._sorted_with_order(columns)
+    np.testing.assert_array_equal(columns.view(np.int64), before.view(np.int64))
+    # NaNs compare equal in the same places, -0.0 equal to 0.0: as numpy's own sort.
+    np.testing.assert_array_equal(sorted_columns, np.sort(columns, axis=1))
+    np.testing.assert_array_equal(np.take_along_axis(columns, order, axis=1), sorted_columns)
+    assert order.dtype == np.int64
