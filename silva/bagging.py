@@ -64,13 +64,13 @@ from silva._nothing_learned import cart_root_reason, warn_nothing_learned
 from silva._progress import progress
 from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_plan
 from silva.decision_tree import (
-    HISTOGRAM_MIN_SAMPLES,
     BaseDecisionTree,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
     _check_poisson_target,
     _leaf_groups,
     exact_pure_leaf_values,
+    histogram_min_samples_for,
     regression_offset,
 )
 from silva.engine import criteria
@@ -313,7 +313,8 @@ class _EngineMembers:
             self.missing is not None and self.missing[np.ix_(rows, features)].any())
         params = member._check_params(rows.size, row_weight.sum())
         histogram_min_samples = (rows.size + 1 if code == criteria.ABSOLUTE_ERROR
-                                 else HISTOGRAM_MIN_SAMPLES)
+                                 else histogram_min_samples_for(code,
+                                                                self._columns_of(features)))
         rules = member._growth_rules(params, code, n_classes, histogram_min_samples,
                                      self.min_significance, n_outputs)
         # The engine reads targets and weights by row id: the member's rows in place, the

@@ -42,10 +42,10 @@ from silva._weighted_bootstrap import weighted_bootstrap_counts, weighted_draw_p
 from silva.bagging import oob_covered
 from silva.callbacks import CallbackEnv, EarlyStopException
 from silva.decision_tree import (
-    HISTOGRAM_MIN_SAMPLES,
     BaseDecisionTree,
     DecisionTreeClassifier,
     DecisionTreeRegressor,
+    histogram_min_samples_for,
     regression_inputs,
 )
 from silva.engine import criteria
@@ -231,7 +231,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         n_outputs = y.shape[1] if y.ndim == 2 else 1
         rules = template._growth_rules(
             params, criterion_code, n_classes,
-            self._histogram_min_samples(criterion_code, n_samples, n_features),
+            self._histogram_min_samples(criterion_code, n_samples, n_features, data),
             _input.check_significance_level(getattr(self, "min_significance", None)),
             n_outputs)
         # The grower reads y only under absolute_error, which is single-output: a
@@ -385,7 +385,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
             for tree in grow_levelwise_trees(call, rules, batch, rate, counter):
                 yield GrownTree(tree, None, None, None)
 
-    def _histogram_min_samples(self, criterion_code, n_samples, n_features):
+    def _histogram_min_samples(self, criterion_code, n_samples, n_features, data):
         """Node size from which the trees build full histograms (see the grower).
 
         A full histogram costs every feature on the smaller child's samples (the larger
@@ -407,7 +407,7 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         if (criterion_code == criteria.ABSOLUTE_ERROR or self._splitter == "random"
                 or 2 * self.max_features_ <= n_features):
             return n_samples + 1
-        return HISTOGRAM_MIN_SAMPLES
+        return histogram_min_samples_for(criterion_code, data)
 
     def _keeps_trees_for_another_target(self, X, same_target):
         """Whether this fit is a warm start that adds no tree and is given the previous

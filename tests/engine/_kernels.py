@@ -76,8 +76,10 @@ def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
     reading a histogram at ``histogram_min_samples`` samples, and to parallel regions at
     ``parallel_min_work`` (samples x features); None keeps a threshold as it is."""
     if histogram_min_samples is not None:
-        monkeypatch.setattr(silva.decision_tree, "HISTOGRAM_MIN_SAMPLES",
-                            histogram_min_samples)
+        # Both: classification trees on features of few bins take histograms from
+        # FEW_BINS_HISTOGRAM_MIN_SAMPLES samples (silva.decision_tree.histogram_min_samples_for).
+        for name in ("HISTOGRAM_MIN_SAMPLES", "FEW_BINS_HISTOGRAM_MIN_SAMPLES"):
+            monkeypatch.setattr(silva.decision_tree, name, histogram_min_samples)
     if parallel_min_work is not None:
         monkeypatch.setattr(silva.decision_tree, "PARALLEL_MIN_WORK", parallel_min_work)
 

@@ -280,6 +280,39 @@ def test_monkeypatched_thresholds_change_nothing(monkeypatch):
     np.testing.assert_array_equal(reference.value, patched.value)
 
 
+def test_few_bins_take_histograms_in_smaller_nodes_and_grow_the_same_trees(monkeypatch):
+    """A classification tree on features of few bins keeps histograms from twice their
+    width (at least 32 samples); its trees, forests and bagging members are those of
+    the threshold of many-bin data (class counts subtract exactly); regression and
+    many-bin data keep HISTOGRAM_MIN_SAMPLES."""
+    import silva
+    from silva import decision_tree
+    from silva.engine import criteria
+    from silva.engine.cart import BinnedData
+
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 12, size=(1500, 8)).astype(float)
+    y = (X[:, 0] + X[:, 1] + rng.integers(0, 8, 1500) > 14).astype(int) + (X[:, 2] > 9)
+    few = BinnedData.from_X(X, np.zeros(8, dtype=bool), 255)
+    many = BinnedData.from_X(rng.normal(size=(1500, 3)), np.zeros(3, dtype=bool), 255)
+    rule = decision_tree.histogram_min_samples_for
+    assert rule(criteria.GINI, few) == 32  # 12 values and the missing bin: 13 bins
+    assert rule(criteria.SQUARED_ERROR, few) == decision_tree.HISTOGRAM_MIN_SAMPLES
+    assert rule(criteria.GINI, many) == decision_tree.HISTOGRAM_MIN_SAMPLES
+    models = [
+        lambda: silva.DecisionTreeClassifier(random_state=0),
+        lambda: silva.RandomForestClassifier(n_estimators=5, max_features=None,
+                                             random_state=0),
+        lambda: silva.BaggingClassifier(n_estimators=3, random_state=0),
+    ]
+    fitted = [make().fit(X, y).predict_proba(X) for make in models]
+    # The many-bin threshold everywhere: the same models.
+    monkeypatch.setattr(decision_tree, "FEW_BINS_HISTOGRAM_MIN_SAMPLES",
+                        decision_tree.HISTOGRAM_MIN_SAMPLES)
+    for make, probabilities in zip(models, fitted, strict=True):
+        np.testing.assert_array_equal(make().fit(X, y).predict_proba(X), probabilities)
+
+
 # ------------------------------------------------------------- the fitted tree
 
 
