@@ -593,9 +593,11 @@ def _holds_negative_zero(columns):
 
 
 # Order-preserving integer keys of float64 values (see _sorted_with_order): a value's bits
-# with the sign bit set when it is positive, every bit flipped when it is negative, so that
-# unsigned comparison of keys is the comparison of the values (-0.0 just below 0.0).
+# with the sign bit set when it is positive, and its other 63 bits flipped when it is
+# negative, so that unsigned comparison of keys is the comparison of the values (-0.0 just
+# below 0.0).
 _SIGN_BIT = np.uint64(1 << 63)
+_NOT_SIGN_BITS = np.uint64((1 << 63) - 1)
 
 
 def _sorted_with_order(columns):
@@ -608,9 +610,13 @@ def _sorted_with_order(columns):
     of the same columns on AMD Zen 5 and 4-8x on Zen 4 (a digits tree's largest cost
     after its grower). Each value's order-preserving key (:data:`_SIGN_BIT`) gives up its
     low bits to the value's position in the row, so that the sorted keys carry the
-    order. Values that differ only in those bits (a relative difference below about
-    ``2**-34`` with 2**18 rows) then sort by position: the sorted values are checked for
-    that, and such columns take numpy's argsort after all.
+    order. Where no value has a bit set there (integers, float32 data), the sorted keys
+    give back the sorted values exactly. Otherwise the values are read through the order,
+    and values that differ only in those bits (a relative difference below about
+    ``2**-34`` with 2**18 rows), which sort by position, are caught: such columns take
+    numpy's argsort after all. No temporary the size of ``columns`` beyond the two
+    results and, in the second case, the values read: on small data each is memory fresh
+    from the system (page faults and all).
     """
     n_rows = columns.shape[1]
     values = np.array(columns, order="C")
@@ -620,16 +626,26 @@ def _sorted_with_order(columns):
     if missing.any():
         values[missing] = np.nan
     keys = values.view(np.uint64)
-    flip = keys.view(np.int64) >> 63  # all ones where negative, else zero
-    flip = flip.view(np.uint64)
-    flip |= _SIGN_BIT
-    keys ^= flip
     position_mask = np.uint64((1 << max(1, (n_rows - 1).bit_length())) - 1)
+    order = np.empty(values.shape, dtype=np.int64)
+    positions = order.view(np.uint64)
+    np.bitwise_and(keys, position_mask, out=positions)
+    exact = not positions.any()
+    negative = np.signbit(values)
+    keys ^= _SIGN_BIT
+    np.bitwise_xor(keys, _NOT_SIGN_BITS, out=keys, where=negative)
     keys &= ~position_mask
     keys |= np.arange(n_rows, dtype=np.uint64)
     keys.sort(axis=1)
-    keys &= position_mask
-    order = keys.view(np.int64)
+    np.bitwise_and(keys, position_mask, out=positions)
+    if exact:
+        # The key back to the value: the steps above undone (a negative value's flipped
+        # position bits were ones).
+        np.less(keys, _SIGN_BIT, out=negative)
+        np.bitwise_xor(keys, _NOT_SIGN_BITS, out=keys, where=negative)
+        keys ^= _SIGN_BIT
+        keys &= ~position_mask
+        return values, order
     sorted_columns = np.take_along_axis(columns, order, axis=1)
     if (sorted_columns[:, 1:] < sorted_columns[:, :-1]).any():
         values = np.array(columns, order="C")

@@ -352,16 +352,31 @@ def test_fit_and_fit_transform_agree_on_negative_zero_and_leave_X_alone(order):
     np.testing.assert_array_equal(np.signbit(reported), [True, False, True])
 
 
+def _exact_rows(rng, n_samples):
+    """Rows whose values have no bit set below 2**-40 of their magnitude: signed
+    integers, signed zeros, infinities, both NaNs, float32 values."""
+    return [
+        rng.integers(-50, 50, n_samples) * 1.0,
+        rng.choice([-0.0, 0.0, 3.0, -2.0, np.nan, -np.nan, np.inf, -np.inf], n_samples),
+        rng.normal(size=n_samples).astype(np.float32).astype(np.float64),
+        rng.integers(-2**40, 2**40, n_samples) * 1.0,
+    ]
+
+
 @pytest.mark.parametrize("n_samples", [1, 2, 7, 200, 5000])
-def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples):
+@pytest.mark.parametrize("kind", ["exact", "any"])
+def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples, kind):
     """``_sorted_with_order`` sorts integer keys that carry each value's position in
-    their low bits. Values that differ only in those bits (adjacent floats) would sort
-    by position: such rows must come out sorted all the same (numpy's argsort then)."""
+    their low bits. Where no value has a bit set there ("exact"), the sorted values come
+    back from the keys. Otherwise values that differ only in those bits (adjacent floats)
+    would sort by position: such rows must come out sorted all the same (numpy's
+    argsort then)."""
     rng = np.random.default_rng(n_samples)
-    rows = _adversarial_columns(rng, n_samples)
-    # The larger of two adjacent floats first: sorted by position, they would stay so.
-    rows.append(np.resize([np.nextafter(1.0, 2.0), 1.0], n_samples))
-    rows.append(np.resize([np.nan, -np.nan, np.inf, -np.inf, -0.0, 0.0], n_samples))
+    rows = _exact_rows(rng, n_samples)
+    if kind == "any":
+        rows += _adversarial_columns(rng, n_samples)
+        # The larger of two adjacent floats first: sorted by position, they would stay so.
+        rows.append(np.resize([np.nextafter(1.0, 2.0), 1.0], n_samples))
     columns = np.array(rows)
     before = columns.copy()
     sorted_columns, order = binning._sorted_with_order(columns)
