@@ -312,9 +312,9 @@ class _EngineMembers:
         member._has_missing_at_fit = bool(
             self.missing is not None and self.missing[np.ix_(rows, features)].any())
         params = member._check_params(rows.size, row_weight.sum())
+        data = self._columns_of(features)
         histogram_min_samples = (rows.size + 1 if code == criteria.ABSOLUTE_ERROR
-                                 else histogram_min_samples_for(code,
-                                                                self._columns_of(features)))
+                                 else histogram_min_samples_for(code, data))
         rules = member._growth_rules(params, code, n_classes, histogram_min_samples,
                                      self.min_significance, n_outputs)
         # The engine reads targets and weights by row id: the member's rows in place, the
@@ -333,7 +333,7 @@ class _EngineMembers:
             min_weight_leaf=params["min_weight_leaf"],
             seed=_input.seed_from_param(int(seed)))
         self._jobs[t] = (member, rows, features, target, row_weight, params, offset)
-        return self._columns_of(features), rules, task
+        return data, rules, task
 
     def finish(self, t, grown):
         """Member ``t``'s fitted estimator around its ``grown`` tree."""
