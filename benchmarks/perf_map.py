@@ -41,13 +41,22 @@ import tempfile
 _TEXT_SYMBOL_TYPES = set("tTwW")
 
 
+def _is_dispatcher(obj, dispatcher_class):
+    """``isinstance(obj, dispatcher_class)``, False for a weak proxy whose object is gone
+    (``gc.get_objects`` lists them, and ``isinstance`` on one raises ReferenceError)."""
+    try:
+        return isinstance(obj, dispatcher_class)
+    except ReferenceError:
+        return False
+
+
 def _compiled_libraries(dispatchers):
     """Each distinct code library of the compiled overloads of ``dispatchers`` (every
     live numba dispatcher when None), with its entry function's name."""
     if dispatchers is None:
         from numba.core.registry import CPUDispatcher
 
-        dispatchers = [obj for obj in gc.get_objects() if isinstance(obj, CPUDispatcher)]
+        dispatchers = [obj for obj in gc.get_objects() if _is_dispatcher(obj, CPUDispatcher)]
     seen = set()
     for dispatcher in dispatchers:
         for result in list(dispatcher.overloads.values()):
