@@ -1265,7 +1265,8 @@ def find_node_split(criterion, hist, use_histogram, parallel, bin_codes, ordered
         feature_order[f] = f
     if max_features < n_features:
         # Features are visited in a random order.
-        shuffle_in_place(feature_order, rng_state)
+        # all_seeds as the scratch of its draws: the seeds are drawn after it.
+        shuffle_in_place(feature_order, rng_state, all_seeds)
 
     if ORDER_STATISTICS:
         use_histogram = False

@@ -108,14 +108,15 @@ def _shuffle_by_randint(values, state):
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 28, 257])
 def test_shuffle_in_place_draws_as_a_loop_of_randint(n):
     """The shuffle the split search visits features in, which keeps the generator's
-    state in a register: the permutation of a loop of ``randint`` calls, and the state
-    left where that loop leaves it."""
+    state in a register and draws every swap partner before the swaps: the permutation of
+    a loop of ``randint`` calls, and the state left where that loop leaves it. Its
+    scratch is as long as ``values``, as the split search's is."""
     for seed in (0, 1, 2**63 + 12345):
         state = np.array([seed], dtype=np.uint64)
         reference_state = state.copy()
         values = np.arange(n, dtype=np.int64)
         reference = values.copy()
-        shuffle_in_place(values, state)
+        shuffle_in_place(values, state, np.empty(n, dtype=np.uint64))
         _shuffle_by_randint(reference, reference_state)
         assert np.array_equal(values, reference)
         assert state[0] == reference_state[0]
