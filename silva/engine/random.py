@@ -49,11 +49,19 @@ def uniform(state):
 
 
 @kernel(inline="always")
+def uniform_after(state_value, k):
+    """:func:`uniform`'s ``k``-th draw (from 1) from a state holding ``state_value``,
+    without the state array: the state only advances by ``GOLDEN_GAMMA``, so any draw is
+    at hand without the ones before it."""
+    return unit_float(mix_state(state_value + GOLDEN_GAMMA * np.uint64(k)))
+
+
+@kernel(inline="always")
 def first_uniform(seed):
     """:func:`uniform`'s first draw from a state set to ``seed``, without the state array
     (whose allocation, once per feature of every node, was a third of an extra-trees fit).
     """
-    return unit_float(mix_state(np.uint64(seed) + GOLDEN_GAMMA))
+    return uniform_after(np.uint64(seed), 1)
 
 
 @kernel(inline="always")
@@ -78,16 +86,16 @@ def shuffle_in_place(values, state, partners):
     classifier's fit on 16,000 x 28 rows and 7.1% of one on 2,000 rows (perf); 4.3% with
     the draws first."""
     n = values.shape[0]
+    n_draws = max(n - 1, 0)
     start = state[0]
-    for k in range(n - 1):
-        # Position n - 1 - k takes the k-th draw, scaled to its n - k candidates.
-        partners[k] = np.uint64(np.int64(
-            unit_float(mix_state(start + GOLDEN_GAMMA * np.uint64(k + 1))) * (n - k)))
-    for k in range(n - 1):
+    for k in range(n_draws):
+        # Position n - 1 - k takes draw k + 1, scaled as randint's to its n - k candidates.
+        partners[k] = np.uint64(np.int64(uniform_after(start, k + 1) * (n - k)))
+    for k in range(n_draws):
         i = n - 1 - k
         j = np.int64(partners[k])
         values[i], values[j] = values[j], values[i]
-    state[0] = start + GOLDEN_GAMMA * np.uint64(max(n - 1, 0))
+    state[0] = start + GOLDEN_GAMMA * np.uint64(n_draws)
 
 
 # One legacy generator per thread, reseeded by seeded_random_state.
