@@ -646,13 +646,28 @@ def _sorted_with_order(columns):
         keys ^= _SIGN_BIT
         keys &= ~position_mask
         return values, order
-    sorted_columns = np.take_along_axis(columns, order, axis=1)
+    sorted_columns = _read_through_order(columns, order)
     if (sorted_columns[:, 1:] < sorted_columns[:, :-1]).any():
         values = np.array(columns, order="C")
         order = np.argsort(values, axis=1)
         values.sort(axis=1)
         sorted_columns = values
     return sorted_columns, order
+
+
+def _read_through_order(columns, order):
+    """``np.take_along_axis(columns, order, axis=1)``: row ``j`` of ``columns`` read in
+    the order of ``order[j]``. Where ``columns`` is the transpose of a C-contiguous
+    array (the binner's columns are X's), one flat take: element ``(j, k)`` lies at
+    ``k * n_columns + j`` of the array's memory. take_along_axis builds a broadcast
+    index per axis, and took 7.5 us against 3.2 us on wine's 142 x 13 (Zen 5), about a
+    fiftieth of a tree's fit there."""
+    rows = columns.T
+    if not rows.flags.c_contiguous:
+        return np.take_along_axis(columns, order, axis=1)
+    flat_index = order * columns.shape[0]
+    flat_index += np.arange(columns.shape[0])[:, None]
+    return rows.ravel().take(flat_index)
 
 
 def _midpoints(low, high):

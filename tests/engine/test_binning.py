@@ -365,12 +365,15 @@ def _exact_rows(rng, n_samples):
 
 @pytest.mark.parametrize("n_samples", [1, 2, 7, 200, 5000])
 @pytest.mark.parametrize("kind", ["exact", "any"])
-def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples, kind):
+@pytest.mark.parametrize("layout", ["rows", "transposed"])
+def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples, kind, layout):
     """``_sorted_with_order`` sorts integer keys that carry each value's position in
     their low bits. Where no value has a bit set there ("exact"), the sorted values come
     back from the keys. Otherwise values that differ only in those bits (adjacent floats)
     would sort by position: such rows must come out sorted all the same (numpy's
-    argsort then)."""
+    argsort then). The values are read back through the order either from the transpose
+    of a C-contiguous X (the binner's columns, ``"transposed"``) or from any other
+    layout (``"rows"``)."""
     rng = np.random.default_rng(n_samples)
     rows = _exact_rows(rng, n_samples)
     if kind == "any":
@@ -378,6 +381,8 @@ def test_sorted_with_order_is_numpys_sort_and_argsort(n_samples, kind):
         # The larger of two adjacent floats first: sorted by position, they would stay so.
         rows.append(np.resize([np.nextafter(1.0, 2.0), 1.0], n_samples))
     columns = np.array(rows)
+    if layout == "transposed":
+        columns = np.ascontiguousarray(columns.T).T
     before = columns.copy()
     sorted_columns, order = binning._sorted_with_order(columns)
     np.testing.assert_array_equal(columns.view(np.int64), before.view(np.int64))
