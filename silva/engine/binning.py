@@ -731,7 +731,8 @@ def _numeric_bins_numpy(sorted_columns, negative_zero, features, max_bins, thres
 def _edges_from_distinct(distinct, n_distinct, n_present, distinct_index, features,
                          max_bins, thresholds, lower, upper, n_value_bins):
     """Bin edges of the numeric ``features``, written to their rows of the binner's
-    arrays, from each one's sorted distinct present values, the columns' one after the
+    arrays (as :meth:`Binner._allocate` leaves them), from each one's sorted distinct
+    present values, the columns' one after the
     other in ``distinct``: ``n_distinct[j]`` values for feature ``features[j]``, which
     has ``n_present[j]`` present values. ``distinct_index(rows, ranks)`` maps ranks into
     the sorted present values of columns ``rows`` (one row of ``ranks`` per column) to
@@ -792,15 +793,17 @@ def _edges_one_bin_per_value(distinct, n_distinct, column_first, features, max_b
     entries per column, most of them masked: on small data, where every value of every
     column has a bin of its own, a tree's fit on wine (142 x 13) took 305 us before and
     275 us after (Zen 5).
+
+    Only the entries of present bins are written: the features' rows must hold what
+    :meth:`Binner._allocate` leaves there (thresholds ``inf``, values 0.0), as they do
+    in both callers' fits. Setting them again cost three fancy-indexed writes of
+    ``max_bins`` entries per feature, about 4.5 us on wine.
     """
     column = np.repeat(np.arange(n_distinct.shape[0]), n_distinct)
     rank = np.arange(distinct.size) - column_first[column]
     rows = features[column]
-    lower[features, :max_bins] = 0.0
-    upper[features, :max_bins] = 0.0
     lower[rows, rank] = distinct
     upper[rows, rank] = distinct
-    thresholds[features, :max_bins - 1] = np.inf
     # A value followed by another of its column closes its bin there.
     closing = np.flatnonzero(column[:-1] == column[1:])
     thresholds[rows[closing], rank[closing]] = _midpoints(distinct[closing],
