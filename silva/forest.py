@@ -240,8 +240,33 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
         fraction = float(self.min_weight_fraction_leaf)
         self._poisson_rate = n_drawn / n_samples if self.bootstrap == POISSON else None
 
+        def tree_inputs(weight):
+            """A tree's weights, statistic channels, in-bag rows and leaf weight bound,
+            from its weights before "balanced_subsample"."""
+            if getattr(self, "class_weight", None) == "balanced_subsample":
+                weight = weight * self._subsample_class_weights(y, weight, n_classes)
+            stats = _multi_output.statistics(criterion_code, y_float, weight, n_classes)
+            if self._draw_rows is not None:
+                # In the plan's content order, so that the tree sums its samples in an
+                # order that does not depend on the order of the rows.
+                inbag = self._draw_rows[weight[self._draw_rows] > 0]
+            else:
+                inbag = np.flatnonzero(weight > 0)
+            return weight, stats, inbag.astype(np.int32), fraction * weight.sum()
+
+        # Without a bootstrap every tree grows on the same weights: their inputs are
+        # made once and shared (the grower reads them and copies the in-bag rows), where
+        # making them per tree was a tenth of an extra-trees regressor's Python work per
+        # tree on diabetes' 353 rows.
+        shared_inputs = tree_inputs(sample_weight) if not self.bootstrap else None
+
         def make_task(t):
             seed = int(new_seeds[t])
+            if shared_inputs is not None:
+                weight, stats, inbag, min_weight_leaf = shared_inputs
+                return TreeTask(stats=stats, y=engine_y, weight=weight,
+                                sample_indices=inbag, min_weight_leaf=min_weight_leaf,
+                                seed=seed_from_random_state(seeded_random_state(seed)))
             weight = self._tree_weight(seed, sample_weight, n_drawn)
             if self.bootstrap:
                 if not np.any(weight > 0):
@@ -252,19 +277,10 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                         f"{n_drawn} samples, all of zero sample_weight, and has "
                         "nothing to fit; give more samples a positive sample_weight, "
                         "draw more (max_samples) or set bootstrap=False.")
-            if getattr(self, "class_weight", None) == "balanced_subsample":
-                weight = weight * self._subsample_class_weights(y, weight, n_classes)
-            stats = _multi_output.statistics(criterion_code, y_float, weight, n_classes)
-            if self._draw_rows is not None:
-                # In the plan's content order, so that the tree sums its samples in an
-                # order that does not depend on the order of the rows.
-                inbag = self._draw_rows[weight[self._draw_rows] > 0]
-            else:
-                inbag = np.flatnonzero(weight > 0)
+            weight, stats, inbag, min_weight_leaf = tree_inputs(weight)
             return TreeTask(
-                stats=stats, y=engine_y, weight=weight,
-                sample_indices=inbag.astype(np.int32),
-                min_weight_leaf=fraction * weight.sum(),
+                stats=stats, y=engine_y, weight=weight, sample_indices=inbag,
+                min_weight_leaf=min_weight_leaf,
                 seed=seed_from_random_state(seeded_random_state(seed)),
             )
 
