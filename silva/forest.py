@@ -262,13 +262,9 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
 
         def make_task(t):
             seed = int(new_seeds[t])
-            if shared_inputs is not None:
-                weight, stats, inbag, min_weight_leaf = shared_inputs
-                return TreeTask(stats=stats, y=engine_y, weight=weight,
-                                sample_indices=inbag, min_weight_leaf=min_weight_leaf,
-                                seed=seed_from_random_state(seeded_random_state(seed)))
-            weight = self._tree_weight(seed, sample_weight, n_drawn)
-            if self.bootstrap:
+            inputs = shared_inputs
+            if inputs is None:
+                weight = self._tree_weight(seed, sample_weight, n_drawn)
                 if not np.any(weight > 0):
                     # The tree would have no class distribution and no mean to predict
                     # (its probabilities summed to zero).
@@ -277,7 +273,8 @@ class BaseForest(MemberSequenceMixin, ExplainMixin, FittedInputMixin, Persistenc
                         f"{n_drawn} samples, all of zero sample_weight, and has "
                         "nothing to fit; give more samples a positive sample_weight, "
                         "draw more (max_samples) or set bootstrap=False.")
-            weight, stats, inbag, min_weight_leaf = tree_inputs(weight)
+                inputs = tree_inputs(weight)
+            weight, stats, inbag, min_weight_leaf = inputs
             return TreeTask(
                 stats=stats, y=engine_y, weight=weight, sample_indices=inbag,
                 min_weight_leaf=min_weight_leaf,
