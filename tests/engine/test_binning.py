@@ -132,10 +132,12 @@ def _adversarial_columns(rng, n_samples):
 
 
 @pytest.mark.parametrize("n_samples", [1, 7, 200, 600, 5000])
-@pytest.mark.parametrize("max_bins", [2, 5, 255])
+@pytest.mark.parametrize("max_bins", [2, 5, 255, 1000])
 def test_numpy_and_compiled_paths_agree(n_samples, max_bins):
     """With 1, 7 and 200 rows and 255 bins every column has a bin per distinct value
-    (numpy's one-bin-per-value shortcut); with more rows or fewer bins some walk."""
+    (numpy's one-bin-per-value shortcut); with more rows or fewer bins some walk. 1,000
+    bins: two-byte codes, and ten halving steps in the compiled search (row counts that
+    are not whole groups of its lanes, nor of its blocks)."""
     rng = np.random.default_rng(n_samples * 1000 + max_bins)
     X = np.column_stack(_adversarial_columns(rng, n_samples))
     is_categorical = np.zeros(X.shape[1], dtype=bool)
