@@ -551,6 +551,12 @@ def _search_step(typingctx, thresholds, position, values, start, step):
     values took 17.5 ms on one thread against 1.6 ms (Intel Xeon, family 6 model 167,
     which LLVM takes for a rocketlake), the same codes.
     """
+    # The code below reads contiguous float64 thresholds and values, int64 positions.
+    if not all(isinstance(a, types.Array) and a.ndim == 1 and a.layout == "C"
+               and a.dtype == dtype for a, dtype in ((thresholds, types.float64),
+                                                     (position, types.int64),
+                                                     (values, types.float64))):
+        return None
     signature = types.void(thresholds, position, values, start, step)
 
     def codegen(context, builder, sig, args):
