@@ -14,7 +14,8 @@ memory:
   trees (100 fully grown trees), bagging (10 fully grown trees, both libraries' default),
   AdaBoost (100 stumps) and single fully grown trees, each against scikit-learn's class of
   the same name. Every library gets the same threads (``--threads``: ``n_jobs``, numba's
-  and OpenMP's thread counts);
+  and OpenMP's thread counts); ``--default-jobs`` leaves the forests' and bagging's
+  ``n_jobs`` at their default (one job), as a user who sets nothing has them;
 * in each process: an untimed warm-up fit and predict of the same model on a small sample
   of the same data (imports, numba's compilation or cache loading, thread pools), then
   ``--repeat`` fits of a fresh model, and more while they have taken under
@@ -96,9 +97,10 @@ SKLEARN_CLASS = {"boosting": "HistGradientBoosting", "random-forest": "RandomFor
 
 
 # ---------------------------------------------------------------- child (one measurement)
-def make_model(family, library, task, threads):
+def make_model(family, library, task, threads, default_jobs=False):
     """A fresh, unfitted model of this family from this library, set up as the module's
-    docstring says."""
+    docstring says; with ``default_jobs`` forests and bagging keep their default
+    ``n_jobs`` (None: one job)."""
     if family == "boosting":
         return boosting_models(task, [library], threads)[library]()
     suffix = "Regressor" if task == "regression" else "Classifier"
@@ -108,10 +110,11 @@ def make_model(family, library, task, threads):
         module = importlib.import_module("sklearn.tree" if family == "tree"
                                          else "sklearn.ensemble")
     cls = getattr(module, SKLEARN_CLASS[family] + suffix)
+    n_jobs = None if default_jobs else threads
     if family in ("random-forest", "extra-trees"):
-        return cls(n_estimators=100, n_jobs=threads, random_state=0)
+        return cls(n_estimators=100, n_jobs=n_jobs, random_state=0)
     if family == "bagging":
-        return cls(n_estimators=10, n_jobs=threads, random_state=0)
+        return cls(n_estimators=10, n_jobs=n_jobs, random_state=0)
     if family == "adaboost":
         tree_module = module if library == "silva" else importlib.import_module("sklearn.tree")
         stump = getattr(tree_module, "DecisionTree" + suffix)(max_depth=1)
@@ -139,7 +142,7 @@ SHORT_FIT_BUDGET_S = 0.3
 SHORT_FIT_MAX_FITS = 50
 
 
-def run_child(family, library, task, data_dir, threads, repeat):
+def run_child(family, library, task, data_dir, threads, repeat, default_jobs=False):
     """Time one library's model on one dataset; print one JSON line."""
     from sklearn.metrics import accuracy_score, r2_score
 
@@ -148,7 +151,8 @@ def run_child(family, library, task, data_dir, threads, repeat):
     X_test, y_test = np.load(data / "X_test.npy"), np.load(data / "y_test.npy")
     row = np.ascontiguousarray(X_test[:1])
 
-    warm = make_model(family, library, task, threads).fit(X[:WARM_UP_ROWS], y[:WARM_UP_ROWS])
+    warm = make_model(family, library, task, threads, default_jobs)
+    warm.fit(X[:WARM_UP_ROWS], y[:WARM_UP_ROWS])
     warm.predict(row)
     warm.predict(X_test)
     del warm
@@ -157,7 +161,7 @@ def run_child(family, library, task, data_dir, threads, repeat):
     spent = 0.0
     n_fits = 0
     while n_fits < repeat or (spent < SHORT_FIT_BUDGET_S and n_fits < SHORT_FIT_MAX_FITS):
-        model = make_model(family, library, task, threads)
+        model = make_model(family, library, task, threads, default_jobs)
         start = time.perf_counter()
         model.fit(X, y)
         elapsed = time.perf_counter() - start
@@ -221,7 +225,7 @@ def measure(family, library, dataset, directory, args, seconds_left):
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads),
                NUMBA_NUM_THREADS=str(args.threads), SILVA_COMPILE_NOTICE="0")
     command = [sys.executable, __file__, "--child", family, library, dataset.task, directory,
-               str(args.threads), str(args.repeat)]
+               str(args.threads), str(args.repeat), "default" if args.default_jobs else "threads"]
     try:
         result = subprocess.run(command, capture_output=True, text=True, env=env,
                                 timeout=seconds_left, check=False)
@@ -328,6 +332,10 @@ def parse_args(argv=None):
                              "where a forest draws few of many features per node")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="threads for every library")
+    parser.add_argument("--default-jobs", action="store_true",
+                        help="forests and bagging keep their default n_jobs (None: one "
+                             "job, as a user who sets nothing gets), numba and OpenMP "
+                             "still --threads threads")
     parser.add_argument("--repeat", type=int, default=3,
                         help="fits (and test-set predictions) per measurement; the fastest "
                              "is kept")
@@ -336,16 +344,18 @@ def parse_args(argv=None):
                              "running then; they show as '–'")
     parser.add_argument("--write-results", action="store_true",
                         help=f"append the tables to {RESULTS_PATH.name}")
-    parser.add_argument("--child", nargs=6, help=argparse.SUPPRESS,
-                        metavar=("FAMILY", "LIBRARY", "TASK", "DATA_DIR", "THREADS", "REPEAT"))
+    parser.add_argument("--child", nargs=7, help=argparse.SUPPRESS,
+                        metavar=("FAMILY", "LIBRARY", "TASK", "DATA_DIR", "THREADS", "REPEAT",
+                                 "JOBS"))
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.child:
-        family, library, task, data_dir, threads, repeat = args.child
-        run_child(family, library, task, data_dir, int(threads), int(repeat))
+        family, library, task, data_dir, threads, repeat, jobs = args.child
+        run_child(family, library, task, data_dir, int(threads), int(repeat),
+                  default_jobs=jobs == "default")
         return
     started = time.perf_counter()
     load_before = os.getloadavg()
@@ -379,7 +389,10 @@ def main(argv=None):
     report = (f"## {utc_now()} — every size (bench_sizes.py)\n\n"
               f"- machine: {machine_line()}\n"
               f"- command: `{command_line('bench_sizes.py', argv)}`\n"
-              f"- {args.threads} threads for every library, best of {args.repeat} fits (more, up "
+              f"- {args.threads} threads for every library"
+              + (" (forests and bagging: their default n_jobs, one job)" if args.default_jobs
+                 else "")
+              + f", best of {args.repeat} fits (more, up "
               f"to {SHORT_FIT_MAX_FITS}, within {SHORT_FIT_BUDGET_S} s), each "
               f"measurement in its own process; load average before "
               f"{tuple(round(v, 2) for v in load_before)}, after "
