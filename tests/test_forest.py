@@ -250,10 +250,10 @@ def _tree_arrays(forest):
 @pytest.mark.parametrize("cls", FORESTS)
 @pytest.mark.parametrize("every_feature", [False, True])
 def test_same_forest_for_any_number_of_threads(cls, every_feature):
-    # 5000 rows x 40 features: a random forest of one job whose trees search every
-    # feature (max_features=None) takes the parallel histogram path inside a tree
-    # (n_node * n_features >= 200_000); the threaded fits, and the other forests of one
-    # job (see test_forest_of_one_job_grows_in_parallel_only_where_it_pays), never do.
+    # 5000 rows x 40 features: an extra-trees forest of one tree with two threads takes
+    # the parallel histogram path inside its tree (n_node * n_features >= 200_000; a
+    # random forest's bootstrap leaves its root below that); forests of more trees, of
+    # one job (test_forest_of_one_job_grows_its_trees_serially) or threaded, never do.
     X, y = datasets.make_classification(5000, 40, n_informative=6, random_state=0)
     X[::13, 3] = np.nan
     options = {"max_features": None} if every_feature else {}
@@ -266,29 +266,27 @@ def test_same_forest_for_any_number_of_threads(cls, every_feature):
         for mine, theirs in zip(_tree_arrays(fits[0]), _tree_arrays(other), strict=True):
             for a, b in zip(mine, theirs, strict=True):
                 np.testing.assert_array_equal(a, b)
+    # A forest of one tree: serial with one thread, parallel regions with two.
+    single_trees = [cls(1, max_depth=6, random_state=0, n_jobs=n_jobs, **options).fit(X, y)
+                    for n_jobs in (1, 2)]
+    for a, b in zip(*map(_tree_arrays, single_trees), strict=True):
+        for mine, theirs in zip(a, b, strict=True):
+            np.testing.assert_array_equal(mine, theirs)
     # A different seed gives a different forest (the comparison above can fail).
     other_seed = cls(4, max_depth=6, random_state=1).fit(X, y)
     assert not np.array_equal(getattr(other_seed, predict)(X), reference)
 
 
-def test_forest_of_one_job_grows_in_parallel_only_where_it_pays():
-    """A forest grown in the calling thread opens parallel regions inside its trees
-    only where each node searches every feature for the best split, or for a forest of
-    one tree with threads to spare."""
+def test_forest_of_one_job_grows_its_trees_serially():
+    """A forest grown in the calling thread opens no parallel region inside its trees,
+    but for a forest of one tree with threads to spare."""
     from types import SimpleNamespace
 
     from silva.engine.forest import NO_PARALLEL_WORK, _parallel_min_work_in_one_job
 
-    data = SimpleNamespace(n_features=28)
-
-    def rules(max_features, use_random):
-        return SimpleNamespace(max_features=max_features, use_random=use_random,
-                               parallel_min_work=200_000)
-
-    assert _parallel_min_work_in_one_job(data, rules(28, False), 1) == 200_000
-    assert _parallel_min_work_in_one_job(data, rules(5, False), 1) == NO_PARALLEL_WORK
-    assert _parallel_min_work_in_one_job(data, rules(28, True), 1) == NO_PARALLEL_WORK
-    assert _parallel_min_work_in_one_job(data, rules(5, True), 2) == 200_000
+    rules = SimpleNamespace(parallel_min_work=200_000)
+    assert _parallel_min_work_in_one_job(rules, 1) == NO_PARALLEL_WORK
+    assert _parallel_min_work_in_one_job(rules, 2) == 200_000
 
 
 def test_trees_per_job():

@@ -6,9 +6,9 @@ tree from its own :class:`~silva.engine.cart.TreeTask` (bootstrap counts times s
 weights, its own seed). The compiled grower releases the GIL, so :func:`iter_grown_trees`
 grows trees on all cores at once, each serially inside its thread: nested parallel
 regions would oversubscribe the cores, and numba's default threading layer does not allow
-them. A forest of one job grows its trees in the calling thread, opening parallel regions
-inside a tree only where they pay (:func:`_parallel_min_work_in_one_job`). A tree depends
-only on its own inputs and seed, so the forest is the same for any number of threads.
+them. A forest of one job grows its trees in the calling thread, serially too
+(:func:`_parallel_min_work_in_one_job`). A tree depends only on its own inputs and seed,
+so the forest is the same for any number of threads.
 
 Bagging of silva's trees (:mod:`silva.bagging`) grows its members the same way, each on
 its own columns of the one binned dataset (:func:`binned_columns`) and under its own
@@ -61,7 +61,7 @@ def iter_grown_jobs(make_job, n_trees, n_threads, n_rows):
             for t in range(n_trees):
                 data, rules, task = make_job(t)
                 yield grow_cart_tree(data, rules, task,
-                                     _parallel_min_work_in_one_job(data, rules, n_threads))
+                                     _parallel_min_work_in_one_job(rules, n_threads))
         return
 
     batch = trees_per_job(n_trees, n_threads, n_rows)
@@ -86,26 +86,25 @@ def iter_grown_jobs(make_job, n_trees, n_threads, n_rows):
                 future.cancel()
 
 
-def _parallel_min_work_in_one_job(data, rules, n_threads):
+def _parallel_min_work_in_one_job(rules, n_threads):
     """The ``parallel_min_work`` of a tree that a forest grows in the calling thread:
-    the tree's own (parallel regions for its large nodes, on numba's threads) when it
-    searches every feature for the best split, or is the forest's only tree with more
-    threads to use; else none, the tree grown serially.
+    none (the tree grown serially) when the forest has one thread, as a forest's worker
+    threads grow theirs; the tree's own (parallel regions for its large nodes, on
+    numba's threads) when it is the forest's only tree and more threads are asked for.
 
-    Parallel regions pay inside a tree only where a node's search has every feature's
-    histogram to scan: drawing a few features per node (random forests' ``sqrt``) or one
-    random threshold per feature (extra trees), the parallel grower builds histograms of
-    every feature for a search that reads a few, and extra trees' serial search builds
-    none. Grown in one job on two cores of a Zen 5, forests were slower with the
-    parallel regions than without: extra trees 1.4-1.5x, random forests 1.1-1.25x, at
-    20,000 to 1,000,000 rows; bagging's trees, which search every feature, 5% faster at
-    200,000 rows.
+    One job means one core. Opened on numba's threads, the grower's parallel regions made
+    a forest of one job slower on two cores of a Zen 5, not faster, same trees
+    (alternated processes, seconds with against without): 100 extra trees on 20,000
+    binary rows 1.50-1.53 against 1.02-1.05; 20 random-forest classifier trees on
+    100,000 rows 0.92-0.97 against 0.76-0.79; 10 random-forest regressor trees (every
+    feature searched) on 100,000 rows 3.11-3.20 against 2.44-2.51; bagging's 10 trees on
+    200,000 binary rows 2.01-2.61 against 1.99-2.22, on 100,000 regression rows
+    2.73-2.75 against 2.40-2.50. The parallel grower builds every feature's histogram
+    for nodes that search a few (``sqrt``) or none (extra trees' random thresholds),
+    and its regions' start and join cost more than a second core returns on the nodes
+    between the threshold and a few times it.
     """
-    searches_every_feature = (not rules.use_random
-                              and rules.max_features >= data.n_features)
-    if searches_every_feature or n_threads > 1:
-        return rules.parallel_min_work
-    return NO_PARALLEL_WORK
+    return rules.parallel_min_work if n_threads > 1 else NO_PARALLEL_WORK
 
 
 def trees_per_job(n_trees, n_threads, n_rows):
