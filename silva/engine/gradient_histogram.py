@@ -387,7 +387,10 @@ def prefetch_rows(n_features):
     16.3 / 12.7 / 12.2, two channels 9.6 / 6.9 / 5.6 and 7.6 / 6.0 / 5.8; 16 features, two
     channels 14.3 / 10.9 / 10.7 and 13.1 / 10.5 / 10.7; 28 features the same within 3%
     at any distance from 16 on. Nodes of 8,000 samples (1%) read 2-4% slower 48 rows
-    ahead than 16, and further still a little more: hence the cap.
+    ahead than 16, and further still a little more: hence the cap. The machine's
+    readings of one pass vary by up to a third from run to run (in one run the
+    tenth-of-the-rows node read the same at every distance); the half-of-the-rows node
+    gained in every run.
     """
     return min(PREFETCH_MAX_ROWS,
                max(PREFETCH_MIN_ROWS, PREFETCH_FEATURE_ROWS // max(n_features, 1)))
