@@ -200,11 +200,22 @@ def datasets(args):
     return out
 
 
+def _shape_of_width(n_features):
+    """The synthetic data's shape for ``n_features`` columns: the base data at 28,
+    ``bench_boosting.py``'s shape of that width where it has one (8 and 200 features),
+    else the base data at that width with at most 14 informative features and no more
+    than ``make_classification`` allows beside its two redundant ones."""
+    if n_features == 28:
+        return SHAPES["base"]
+    name = f"features-{n_features}"
+    return SHAPES.get(name) or Shape(name, "", n_features=n_features,
+                                     n_informative=max(1, min(14, n_features - 3)))
+
+
 def write_data(dataset, directory):
     """Write the dataset's train/test split as .npy files; return it with its row count."""
     if dataset.n_rows:
-        shape = (SHAPES["base"] if dataset.n_features == 28 else
-                 Shape(f"features-{dataset.n_features}", "", n_features=dataset.n_features))
+        shape = _shape_of_width(dataset.n_features)
         parts = synthetic_data(dataset.task, dataset.n_rows, shape)
     else:
         from sklearn import datasets as sk_datasets
