@@ -508,7 +508,7 @@ def pack_record(trees, n_outputs, n_features, n_categories):
 
 # ----------------------------------------------------------------------- loop
 def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, rng, *,
-          evals=(), record=None, callbacks=(), model=None, label="boosting"):
+          evals=(), record=None, callbacks=(), model=None, label="boosting", codes=None):
     """Run boosting iterations until ``config.n_estimators`` iterations exist or a
     callback stops them; return ``record`` (a new one when None), filled in place.
 
@@ -520,6 +520,8 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
     the built-in early stopping and logging, each receiving a :class:`CallbackEnv` whose
     ``model`` is ``model``. When early stopping (built in, or a callback's
     :class:`EarlyStopException`) names a best iteration, the later iterations are dropped.
+    ``codes``: ``binner.transform(X)`` when the caller has it already (from the binner's
+    ``fit_transform``), else None.
     """
     record = BoostingRecord() if record is None else record
     n_samples, n_features = X.shape
@@ -538,7 +540,7 @@ def boost(X, y, sample_weight, binner, is_categorical, init_raw, loss, config, r
         codes = None
     else:
         workspace = gradient_histogram.make_workspace(
-            binner.transform(X), n_bins,
+            binner.transform(X) if codes is None else codes, n_bins,
             gradient_histogram.pool_slots_for(config.max_leaf_nodes, n_features, n_bins))
         codes = workspace.codes
     n_categories = binner.n_value_bins_[is_categorical].max(initial=1)

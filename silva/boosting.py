@@ -56,6 +56,7 @@ from silva.engine.gradient_splitting import (
     MIN_SPLIT_GAIN,
     N_PARAMS,
 )
+from silva.engine.sparse import is_sparse
 from silva.intervals import check_confidence, split_conformal_quantile
 from silva.persistence import PersistenceMixin
 
@@ -269,7 +270,7 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         rng = check_random_state(self.random_state)
         evals = self._eval_sets(eval_set, eval_sample_weight)
         X, y, sample_weight, evals = self._training_rows(X, y, sample_weight, evals, rng)
-        record = self._start_record(X, y, sample_weight, loss, rng)
+        record, codes = self._start_record(X, y, sample_weight, loss, rng)
         # The fitted attributes are the record's lists, so that a callback sees them grow.
         self.estimators_ = record.trees
         self._split_gains = record.split_gains
@@ -277,7 +278,8 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         self.best_iteration_ = None
         _boosting_loop.boost(X, y, sample_weight, self._binner, self.is_categorical_,
                              self.init_raw_, loss, config, rng, evals=evals, record=record,
-                             callbacks=callbacks, model=self, label=type(self).__name__)
+                             callbacks=callbacks, model=self, label=type(self).__name__,
+                             codes=codes)
         self.best_iteration_ = record.best_iteration
         self._timings = record.timings
         self.n_iter_ = len(self.estimators_)
@@ -389,8 +391,13 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
         return max(2, min(self.max_bins, n_edge_rows // self.min_samples_bin))
 
     def _start_record(self, X, y, sample_weight, loss, rng):
-        """The fitted model's record when this fit continues it (same binning and initial
-        constant); else a new record, with the binner and initial constant fitted."""
+        """``(record, codes)``: the fitted model's record when this fit continues it (same
+        binning and initial constant); else a new record, with the binner and initial
+        constant fitted. ``codes``: the binner's codes of ``X`` when fitting it gave them
+        (its edges placed on every row: :meth:`~silva.engine.binning.Binner.fit_transform`
+        takes them from the fit's sort, where a search of each unsorted column
+        afterwards took longer than the fit itself, 6 ms against 3.5 on 16,000 x 8
+        rows), else None."""
         n_outputs = loss.n_outputs
         if self._continues_fit() and getattr(self, "_n_trees_per_iteration", None) == n_outputs:
             if self.n_estimators < self.n_iter_:
@@ -398,17 +405,22 @@ class BaseGradientBoosting(ExplainMixin, PersistenceMixin, ParamNamesMixin, Base
                                  f"{self.n_iter_} iterations already fitted with "
                                  "warm_start=True.")
             return BoostingRecord(trees=self.estimators_, split_gains=list(self._split_gains),
-                                  evals_result=self.evals_result_)
+                                  evals_result=self.evals_result_), None
         edge_rows = None
         if self.bin_subsample is not None and X.shape[0] > self.bin_subsample:
             edge_rows = np.sort(rng.choice(X.shape[0], self.bin_subsample, replace=False))
         n_edge_rows = X.shape[0] if edge_rows is None else edge_rows.shape[0]
-        self._binner = Binner(self._numeric_bins(n_edge_rows),
-                              self.is_categorical_).fit(X, edge_rows)
+        self._binner = Binner(self._numeric_bins(n_edge_rows), self.is_categorical_)
+        codes = None
+        if edge_rows is None and not is_sparse(X):
+            # (A sparse X mostly grows on its stored entries, never on dense codes.)
+            codes = self._binner.fit_transform(X)
+        else:
+            self._binner.fit(X, edge_rows)
         self.init_raw_ = loss.init_raw(y, sample_weight)
         self._n_trees_per_iteration = n_outputs
         self.n_trees_per_iteration_ = n_outputs
-        return BoostingRecord()
+        return BoostingRecord(), codes
 
     # --------------------------------------------------------------- predict
     def _iteration_range(self, iteration_range):

@@ -249,7 +249,7 @@ class GradientBoostingRanker(BaseGradientBoosting):
             config = config._replace(
                 metric=f"ndcg@{eval_at[0]}",
                 evaluator=_NdcgEvaluator(gain, eval_at, y, offsets, weights, evals))
-        record = self._start_record(X, y, row_weight, loss, rng)
+        record, codes = self._start_record(X, y, row_weight, loss, rng)
         self.estimators_ = record.trees
         self._split_gains = record.split_gains
         self.evals_result_ = record.evals_result
@@ -258,7 +258,8 @@ class GradientBoostingRanker(BaseGradientBoosting):
             _boosting_loop.boost(X, y, row_weight, self._binner, self.is_categorical_,
                                  self.init_raw_, loss, config, rng,
                                  evals=[e for e, _, _ in evals], record=record,
-                                 callbacks=callbacks, model=self, label=type(self).__name__)
+                                 callbacks=callbacks, model=self, label=type(self).__name__,
+                                 codes=codes)
         finally:
             loss.end_fit()
         self.best_iteration_ = record.best_iteration

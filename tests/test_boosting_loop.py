@@ -433,3 +433,34 @@ def test_class_trees_in_the_pool_build_the_one_thread_model(monkeypatch, changes
         probabilities[parallel] = model.predict_proba(X)
     np.testing.assert_array_equal(probabilities[True], probabilities[False])
     assert len(np.unique(probabilities[True].argmax(axis=1))) == 4
+
+
+@pytest.mark.parametrize("bin_subsample", [None, 100])
+def test_a_fit_bins_its_rows_once(monkeypatch, bin_subsample):
+    """Binning every row, a fit takes its codes from the binner's fit (``fit_transform``:
+    the fit's sort gives them) and searches no column afterwards; with edges placed on a
+    subsample of the rows, it fits on those and then codes every row (``transform``).
+    Either way the same trees as binning by ``fit`` and then ``transform``."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 4))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2.0 - np.nan_to_num(X[:, 1]) + rng.normal(size=300)
+    calls = []
+    for name in ("fit", "transform", "fit_transform"):
+        original = getattr(Binner, name)
+
+        def spy(self, *args, _name=name, _original=original, **kwargs):
+            calls.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Binner, name, spy)
+    model = GradientBoostingRegressor(n_estimators=5, bin_subsample=bin_subsample,
+                                      random_state=0).fit(X, y)
+    if bin_subsample is None:
+        assert calls.count("fit_transform") == 1 and "transform" not in calls
+    else:
+        assert "fit_transform" not in calls and calls.count("transform") == 1
+    monkeypatch.setattr(Binner, "fit_transform", lambda self, X: self.fit(X).transform(X))
+    reference = GradientBoostingRegressor(n_estimators=5, bin_subsample=bin_subsample,
+                                          random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.predict(X), reference.predict(X))

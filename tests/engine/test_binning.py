@@ -354,6 +354,30 @@ def test_fit_and_fit_transform_agree_on_negative_zero_and_leave_X_alone(order):
     np.testing.assert_array_equal(np.signbit(reported), [True, False, True])
 
 
+@pytest.mark.parametrize("n_samples", [1, 7, 600, 5000])
+@pytest.mark.parametrize("max_bins", [5, 255])
+def test_fit_transform_is_fit_then_transform(n_samples, max_bins):
+    """Boosting takes its codes from ``fit_transform`` (the codes of the fit's sort)
+    wherever it bins every row: they must be ``transform``'s codes of a binner fitted
+    on the same rows, on the adversarial columns and on categorical ones beside them,
+    with C and Fortran layouts."""
+    rng = np.random.default_rng(n_samples + max_bins)
+    numeric = _adversarial_columns(rng, n_samples)
+    categories = [rng.integers(0, 4, n_samples) * 1.0,
+                  np.where(rng.random(n_samples) < 0.2, np.nan,
+                           rng.integers(0, 3, n_samples) * 1.0)]
+    X = np.column_stack(numeric[:5] + categories[:1] + numeric[5:] + categories[1:])
+    is_categorical = np.zeros(X.shape[1], dtype=bool)
+    is_categorical[[5, X.shape[1] - 1]] = True
+    for layout in ("C", "F"):
+        X = np.asarray(X, order=layout)
+        fitted = Binner(max_bins, is_categorical).fit(X)
+        both = Binner(max_bins, is_categorical)
+        np.testing.assert_array_equal(both.fit_transform(X), fitted.transform(X))
+        np.testing.assert_array_equal(both.bin_thresholds_.view(np.int64),
+                                      fitted.bin_thresholds_.view(np.int64))
+
+
 def _exact_rows(rng, n_samples):
     """Rows whose values have no bit set below 2**-40 of their magnitude: signed
     integers, signed zeros, infinities, both NaNs, float32 values."""
