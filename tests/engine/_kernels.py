@@ -70,6 +70,12 @@ def grow_cart_tree(X, y, *, criterion="gini", weights=None, categorical=None, ma
                              unconstrained)
 
 
+def buffers_reused():
+    """A context in which each tree :func:`grow_cart_tree` grows takes the buffers of
+    the one before (as a forest's threads do)."""
+    return grower.buffers_reused_in_this_thread()
+
+
 def set_tree_size_thresholds(monkeypatch, *, histogram_min_samples=None,
                              parallel_min_work=None):
     """Make the decision trees fitted in this test switch from summing a node's rows to

@@ -24,6 +24,7 @@ from ._kernels import (
     CART_FIELDS,
     LEAF,
     UNDEFINED,
+    buffers_reused,
     cart_field,
     cart_tree,
     grow_cart_tree,
@@ -156,6 +157,23 @@ def test_grow_tree_output_is_consistent():
     # The node arrays start at INITIAL_NODE_CAPACITY rows (allocated in numpy) and
     # grow in the compiled grower: this tree outgrew them.
     assert table.shape[0] > grower.INITIAL_NODE_CAPACITY
+
+
+def test_a_tree_grown_on_a_larger_trees_buffers_is_the_same():
+    # A forest's thread hands each tree the node arrays of the one before, as large as
+    # they grew, zeroed again: what the large tree wrote there (categorical bitsets,
+    # deeper nodes) must not reach the small one.
+    X, y, categorical, weights = _classification_data()
+    grow = dict(categorical=categorical, histogram_min_samples=64,
+                parallel_min_work=200_000)
+    fresh = grow_cart_tree(X[:300], y[:300], weights=weights[:300], **grow)
+    with buffers_reused():
+        large = grow_cart_tree(X, y, weights=weights, **grow)
+        assert np.any(large[2] != 0)  # it wrote category bitsets
+        reused = grow_cart_tree(X[:300], y[:300], weights=weights[:300], **grow)
+    # The small tree grew in the large one's node table (a view of it is returned).
+    assert np.shares_memory(large[0], reused[0])
+    _same_growth(fresh, reused)
 
 
 @numba.njit
