@@ -364,9 +364,10 @@ def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, mi
 
 
 @kernel(inline="always")
-def order_root_samples_sparse(data, samples, buffers, root_sums):
+def order_root_samples_sparse(data, samples, buffers, root_sums, class_column):
     """The sparse grower's root step: each sample's channels into the tree's order and
-    their sums (no codes are kept in order: they are always gathered)."""
+    their sums (no codes are kept in order: they are always gathered, so no
+    ``class_column`` either)."""
     stats = samples.stats
     sample_indices = samples.sample_indices
     ordered_stats = buffers.ordered_stats

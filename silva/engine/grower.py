@@ -77,6 +77,7 @@ from silva.engine.nodes import (
 from silva.engine.significance import split_p_value
 from silva.engine.specialize import specialize, specialize_options
 from silva.engine.splitting import (
+    class_code_column,
     find_node_split,
     kernel_suffix,
     make_split_scratch,
@@ -176,7 +177,9 @@ def reuse_buffers_in_this_thread(enabled=True):
     channels are written from the root's before any is read, the scratch is written per
     node before it is read, the partition's buffers per split, and the two parts that
     must start as zeros stay so (the ordered codes' padding columns, which only move
-    along with their rows, and the bins' bitmap, which the search clears after use).
+    along with their rows, but for the rows' classes that a many-class classifier
+    writes in the first of them at every root, and the bins' bitmap, which the search
+    clears after use).
     The node table and its per-node arrays (values, bitsets, channel sums) are handed
     on too, at the capacity the largest tree so far grew them to, their used rows zeroed
     again (:func:`_node_arrays`). Each tree had grown its own from 64 rows by doubling,
@@ -343,8 +346,11 @@ def _new_stack_frontier(buffers):
 
 
 @kernel(inline="always")
-def _order_root_samples(data, samples, buffers, root_sums):
-    """Copy every sample's codes and channels into the tree's order; sum the channels."""
+def _order_root_samples(data, samples, buffers, root_sums, class_column):
+    """Copy every sample's codes and channels into the tree's order; sum the channels.
+    With ``class_column`` >= 0 (see :func:`silva.engine.splitting.class_code_column`),
+    write each sample's class there: the class channel that is not zero (class 0 when
+    none is: a sample of zero weight adds nothing to any)."""
     n_features = data.n_value_bins.shape[0]
     # Arrays out of the named tuples first: read from a tuple inside the loop, each
     # access counted a reference up and down (atomic operations), per sample.
@@ -362,6 +368,12 @@ def _order_root_samples(data, samples, buffers, root_sums):
         for c in range(stats.shape[1]):
             ordered_stats[i, c] = stats[s, c]
             root_sums[c] += stats[s, c]
+        if class_column >= 0 and n_kept > 0:
+            sample_class = 0
+            for c in range(1, stats.shape[1]):
+                if stats[s, c] != 0.0:
+                    sample_class = c - 1
+            ordered_codes[i, class_column] = sample_class
 
 
 @kernel(inline="always")
@@ -641,7 +653,10 @@ def grow_tree(data, rules, samples, buffers, monotonic_cst):
     # split are.
     pending = buffers.pending
     pending_sums = buffers.pending_sums
-    _order_root_samples(data, samples, buffers, pending_sums[0])
+    class_column = class_code_column(rules.criterion, rules.n_classes, n_channels,
+                                     n_features, buffers.ordered_codes.shape[1],
+                                     buffers.ordered_codes.itemsize)
+    _order_root_samples(data, samples, buffers, pending_sums[0], class_column)
     root_weight = node_weight(rules.criterion, pending_sums[0])
     pending[0].end = n_total
     if n_total >= rules.histogram_min_samples:

@@ -727,6 +727,30 @@ BISECT_BASE, BISECT_WIDTH = range(2)
 # "sqrt" of the features), and sums them in lanes padded to a multiple of _LANES.
 _CHUNK = 64
 _LANES = 8
+# From this many statistic channels up (a classifier of four classes or more), a
+# single-output classifier's ordered codes carry each row's class in their first padding
+# column (see class_code_column), and search_random_node adds each row's weight to its
+# own class's channel alone. Below it, every channel is summed: with two or three
+# classes the per-class additions would outnumber the channels they skip. Ten classes,
+# 28 features, five visited: the search of a node of 4,000 rows 9% faster, of 300 rows
+# 7% (the same node searched both ways, alternated in one process, best of 30).
+CLASS_CODE_MIN_CHANNELS = 5
+
+
+@kernel(inline="always")
+def class_code_column(criterion, n_classes, n_channels, n_features, width, code_bytes):
+    """The column of the grower's ordered codes (``width`` columns, codes of
+    ``code_bytes`` bytes) that holds each row's class, or -1 when it holds none: a
+    single-output classifier's (``n_channels``: the count and one weight per class) of
+    at least :data:`CLASS_CODE_MIN_CHANNELS` channels whose codes have a padding column
+    (``n_features`` below ``width``) wide enough for its class indices. The grower writes
+    the classes (:func:`silva.engine.grower._order_root_samples`), the partitions move them
+    with the codes, and :func:`search_random_node` reads them."""
+    if (criterion < SQUARED_ERROR and n_channels == n_classes + 1
+            and n_channels >= CLASS_CODE_MIN_CHANNELS and width > n_features
+            and n_classes <= (np.int64(1) << (8 * code_bytes))):
+        return n_features
+    return np.int64(-1)
 
 
 def make_split_scratch(n_features, n_bins, n_channels, n_words):
@@ -967,12 +991,13 @@ def _add_row_left(codes, limits, n_columns, stats_row, n_channels, left_sums, la
 
 @kernel(inline="always")
 def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_channels,
-                        left_sums, last_lefts):
+                        left_sums, last_lefts, class_lane):
     """:func:`_add_row_left` for the four rows ``codes[first:first + 4]`` (their
     channels ``stats[first_stats:first_stats + 4]``), the same terms added in the same
     (row) order, so the same sums to the bit. A column's running sum goes through
     memory, and each row's addition waited on the previous row's store; here one load
-    and one store serve four rows."""
+    and one store serve four rows. ``class_lane`` (-1 for none): the lane of ``codes``
+    holding each row's class (see :func:`class_code_column`)."""
     codes0 = codes[first]
     codes1 = codes[first + 1]
     codes2 = codes[first + 2]
@@ -988,7 +1013,10 @@ def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_c
                                 max(code1 if code1 <= limit else zero,
                                     code2 if code2 <= limit else zero)),
                             code3 if code3 <= limit else zero)
-    for c in range(n_channels):
+    # With the rows' classes in lane ``class_lane`` of ``codes``, the count channel
+    # alone is summed here and each row's weight goes to its class's channel below: the
+    # other class channels hold +0.0 for that row, whose addition changes no sum.
+    for c in range(n_channels if class_lane < 0 else 1):
         value0 = stats[first_stats, c]
         value1 = stats[first_stats + 1, c]
         value2 = stats[first_stats + 2, c]
@@ -1002,6 +1030,14 @@ def _add_four_rows_left(codes, first, limits, n_columns, stats, first_stats, n_c
             total += value2 if np.int32(codes2[k]) <= limit else 0.0
             total += value3 if np.int32(codes3[k]) <= limit else 0.0
             sums_c[k] = total
+    if class_lane >= 0:
+        for q in range(4):
+            row_codes = codes[first + q]
+            c = 1 + np.int64(row_codes[class_lane])
+            value = stats[first_stats + q, c]
+            sums_c = left_sums[c]
+            for k in range(n_columns):
+                sums_c[k] += value if np.int32(row_codes[k]) <= limits[k] else 0.0
 
 
 # Called from compiled code alone: no CPython wrapper; without reference counts, as
@@ -1146,6 +1182,12 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
         for j in range(n_lanes):
             last_lefts[j] = low[lane_columns[j]] if j < n_numeric else 0
         lane_codes = scratch.lane_codes
+        # Each row's class, where the codes carry it, in the last lane (never summed:
+        # n_lanes stops below it).
+        class_column = class_code_column(criterion, n_classes, n_channels, n_features,
+                                         width, node_codes.itemsize)
+        class_lane = (lane_codes.shape[1] - 1
+                      if class_column >= 0 and n_lanes < lane_codes.shape[1] else -1)
         for chunk in range(0, n_rows, _CHUNK):
             n_chunk = min(_CHUNK, n_rows - chunk)
             for r in range(n_chunk):
@@ -1155,10 +1197,13 @@ def search_random_node(criterion, feature_order, max_features, use_random, rng_s
                 # Unsigned indices: numba checks a signed one for a negative value.
                 for j in range(n_numeric):
                     lane_codes[r, j] = row[np.uint32(lane_columns[j])]
+                if class_lane >= 0:
+                    lane_codes[r, class_lane] = row[class_column]
             n_quads = n_chunk - n_chunk % 4
             for r in range(0, n_quads, 4):
                 _add_four_rows_left(lane_codes, r, lane_limits, n_lanes, node_stats,
-                                    chunk + r, n_channels, left_sums, last_lefts)
+                                    chunk + r, n_channels, left_sums, last_lefts,
+                                    class_lane)
             for r in range(n_quads, n_chunk):
                 _add_row_left(lane_codes[r], lane_limits, n_lanes, node_stats[chunk + r],
                               n_channels, left_sums, last_lefts)

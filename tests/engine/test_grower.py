@@ -238,6 +238,28 @@ def test_classifier_leaves_hold_their_class_frequencies():
                                    rtol=1e-12)
 
 
+@pytest.mark.parametrize("splitter", ["best", "random"])
+def test_many_class_nodes_hold_their_class_frequencies(splitter):
+    # Seven classes and 12 features: the grower keeps each row's class in the codes'
+    # padding, and extra trees' search adds a row's weight to its class's channel alone
+    # (splitting.class_code_column); the partitions move the classes with the codes.
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(400, 12)), 1)
+    X[rng.random(400) < 0.05, 4] = np.nan
+    y = (np.digitize(X[:, 0] + X[:, 1], [-1.5, -0.8, -0.3, 0.3, 0.8, 1.5])
+         + rng.integers(0, 2, 400)) % 7
+    weights = rng.integers(1, 4, 400).astype(float)
+    model = DecisionTreeClassifier(splitter=splitter, max_features=4, random_state=0)
+    tree = model.fit(X, y, sample_weight=weights).tree_
+    assert tree.node_count > 50
+    members = check_nodes_hold_their_samples(tree, X, weights)
+    for node in range(tree.node_count):
+        rows = members[:, node]
+        frequencies = np.bincount(y[rows], weights=weights[rows], minlength=7)
+        np.testing.assert_allclose(tree.value[node, 0], frequencies / frequencies.sum(),
+                                   rtol=1e-12)
+
+
 def test_regressor_leaves_hold_their_means():
     X, y, weights = small_data(seed=1)
     model = DecisionTreeRegressor(max_leaf_nodes=9, categorical_features=[2],

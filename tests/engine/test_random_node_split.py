@@ -27,7 +27,8 @@ def _finders(criterion):
     return fused, per_feature
 
 
-def _node(seed, n_rows, n_features, criterion, missing_rate, categorical, constant):
+def _node(seed, n_rows, n_features, criterion, missing_rate, categorical, constant,
+          n_classes=3):
     rng = np.random.default_rng(seed)
     codes = rng.integers(0, MISSING_BIN, size=(n_rows, n_features)).astype(np.uint8)
     # A few features with few values: ties in the range, single-bin features.
@@ -42,8 +43,7 @@ def _node(seed, n_rows, n_features, criterion, missing_rate, categorical, consta
     is_categorical = np.zeros(n_features, dtype=np.bool_)
     is_categorical[list(categorical)] = True
     if criterion < criteria.SQUARED_ERROR:
-        y = rng.integers(0, 3, size=n_rows)
-        n_classes = 3
+        y = rng.integers(0, n_classes, size=n_rows)
     else:
         y = rng.normal(size=n_rows) * 10
         n_classes = 1
@@ -63,9 +63,15 @@ def _search(finder, criterion, node, start, end, max_features, seed):
     width = (n_features + 7) // 8 * 8
     ordered_codes = np.zeros((n_rows, width), dtype=np.uint8)
     ordered_codes[:, :n_features] = codes
+    n_channels = stats.shape[1]
+    # As the grower writes them: each row's class in the first padding column, for a
+    # classifier of many classes (the search then adds each row to its class alone).
+    class_column = splitting.class_code_column(criterion, n_classes, n_channels,
+                                               n_features, width, 1)
+    if class_column >= 0:
+        ordered_codes[:, class_column] = np.argmax(stats[:, 1:] != 0.0, axis=1)
     bin_codes = np.ascontiguousarray(codes.T)
     node_sums = stats[start:end].sum(axis=0)
-    n_channels = stats.shape[1]
     n_words = (N_BINS + 63) // 64
     scratch = splitting.make_split_scratch(n_features, N_BINS, n_channels, n_words)
     rng_state = np.array([seed], dtype=np.uint64)
@@ -100,13 +106,17 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("criterion", [criteria.GINI, criteria.SQUARED_ERROR])
+# Seven classes: eight channels, from which the search adds each row's weight to its
+# class's channel alone where the codes have room for the class (see
+# splitting.class_code_column).
+@pytest.mark.parametrize("criterion, n_classes", [(criteria.GINI, 3), (criteria.GINI, 7),
+                                                  (criteria.SQUARED_ERROR, 1)])
 @pytest.mark.parametrize("case", CASES)
-def test_fused_search_finds_the_per_feature_split(criterion, case):
+def test_fused_search_finds_the_per_feature_split(criterion, n_classes, case):
     n_rows, n_features, missing_rate, categorical, constant, max_features = case
     fused, per_feature = _finders(criterion)
     node = _node(n_rows + n_features, n_rows, n_features, criterion, missing_rate,
-                 categorical, constant)
+                 categorical, constant, n_classes)
     codes, stats = node[0], node[1]
     for seed in range(6):
         # The whole node and a node inside it (rows start:end of the ordered arrays).
