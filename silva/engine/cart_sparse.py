@@ -345,7 +345,7 @@ partition_node = None
 @kernel(inline="always")
 def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, missing_bin,
                      sample_indices, columns, ordered_codes, code_words, ordered_stats,
-                     right_indices, right_words, right_stats):
+                     right_indices, right_words, right_stats, class_column):
     """The sparse grower's partition step (the arguments of the grower's
     ``_partition``, ``columns`` in place of the bin codes): fill the split feature's
     codes for the node's samples, partition them, then record the samples' new
@@ -356,7 +356,7 @@ def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, mi
     result = partition_node(row, node_bitset, left_sums, right_sums, is_categorical,
                             missing_bin, sample_indices, columns.split_column,
                             ordered_codes, code_words, ordered_stats, right_indices,
-                            right_words, right_stats)
+                            right_words, right_stats, class_column)
     position = columns.sample_position
     for i in range(start, end):
         position[sample_indices[i]] = i
@@ -367,7 +367,7 @@ def partition_sparse(row, node_bitset, left_sums, right_sums, is_categorical, mi
 def order_root_samples_sparse(data, samples, buffers, root_sums, class_column):
     """The sparse grower's root step: each sample's channels into the tree's order and
     their sums (no codes are kept in order: they are always gathered, so no
-    ``class_column`` either)."""
+    ``class_column`` either: returns -1)."""
     stats = samples.stats
     sample_indices = samples.sample_indices
     ordered_stats = buffers.ordered_stats
@@ -376,6 +376,7 @@ def order_root_samples_sparse(data, samples, buffers, root_sums, class_column):
         for c in range(stats.shape[1]):
             ordered_stats[i, c] = stats[s, c]
             root_sums[c] += stats[s, c]
+    return np.int64(-1)
 
 
 @kernel(inline="always")

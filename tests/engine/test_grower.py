@@ -241,8 +241,9 @@ def test_classifier_leaves_hold_their_class_frequencies():
 @pytest.mark.parametrize("splitter", ["best", "random"])
 def test_many_class_nodes_hold_their_class_frequencies(splitter):
     # Seven classes and 12 features: the grower keeps each row's class in the codes'
-    # padding, and extra trees' search adds a row's weight to its class's channel alone
-    # (splitting.class_code_column); the partitions move the classes with the codes.
+    # padding, and extra trees' search and every partition add a row's weight to its
+    # class's channel alone (splitting.class_code_column); the partitions move the
+    # classes with the codes.
     rng = np.random.default_rng(3)
     X = np.round(rng.normal(size=(400, 12)), 1)
     X[rng.random(400) < 0.05, 4] = np.nan
