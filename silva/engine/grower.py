@@ -511,8 +511,9 @@ def _partition(row, node_bitset, left_sums, right_sums, is_categorical, missing_
                 left_sums[c] += left_weight * value
                 right_sums[c] += right_weight * value
         else:
-            # Ten classes: 2 of the 11 channels summed (perf: the sums' loads, adds and
-            # stores were most of the partition's time on a ten-class extra-trees fit).
+            # The count's and the row's class's channels alone: 2 of 11 with ten classes
+            # (perf: the sums' loads, adds and stores were most of the partition's time
+            # on a ten-class extra-trees fit).
             for c in range(n_channels):
                 value = ordered_stats[i, c]
                 ordered_stats[j, c] = value
