@@ -267,8 +267,8 @@ def _node_arrays(n_values, n_words, n_channels):
     store = getattr(_THREAD_BUFFERS, "store", None)
     kept = store.pop(_NODE_ARRAYS, None) if store is not None else None
     if kept is not None:
-        arrays, n_used = kept[:4], kept[4]
-        table, values, bitsets, node_sums = arrays
+        table, values, bitsets, node_sums, n_used = kept
+        arrays = (table, values, bitsets, node_sums)
         if (values.shape[1], bitsets.shape[1], node_sums.shape[1]) == (
                 n_values, n_words, n_channels):
             # Rows past n_used were never written since they were zeroed: the grower
