@@ -942,7 +942,9 @@ def compiled_grower(criterion, parallel=True, categorical=True, extras=True, mon
     # without numba's reference counts. Inlined into grow_tree, each array they read or
     # view cost an atomic increment and decrement per node (about a third of a deep
     # tree's grow time in grow_tree's own code, under perf); called apart they pass
-    # their arrays as plain arguments.
+    # their arrays as plain arguments. LLVM then inlines them back into grow_tree's
+    # module, as code compiled without reference counts, since the copies linked there
+    # are private to it (silva.engine.jit): no argument is passed per node either.
     # Called from grow_tree alone: no CPython wrapper, whose unboxing of some thirty
     # arguments was about half a second of a cold first fit.
     nrt_free = {"_nrt": False, "inline": "never", **CALLED_FROM_COMPILED_CODE}
