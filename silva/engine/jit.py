@@ -86,10 +86,12 @@ def _optimise_linked_kernels_as_one_program():
     (``test_wide_passes_grow_the_same_trees`` after a cache filled by another process).
     A ``private`` function has no symbol to find.
 
-    Measured (AMD EPYC Zen 5, alternated processes, fresh caches): 100 one-job extra
-    trees on 2,000 x 28 ten-class rows 167-169 ms against 214-243 ms, the diabetes
-    regression tree 0.92-0.97 ms against 1.12-1.19 ms, the same predictions; boosting
-    unchanged; cold first fits unchanged. Only modules that define a silva kernel are
+    Measured (AMD EPYC Zen 5, alternated processes, each code with its own cache; see
+    ``benchmarks/RESULTS.md``, 2026-12-03): 100 one-job extra trees on 2,000 x 28
+    ten-class rows 147-150 ms against 183-186 ms, on 20,000 binary rows (two jobs) 428-450
+    against 505-541 ms, the diabetes regression tree 0.86-0.88 ms against 1.04-1.09 ms,
+    the same predictions; million-row boosting unchanged; cold first fits unchanged.
+    Only modules that define a silva kernel are
     touched: other numba code in the process compiles as numba compiles it. Should a
     numba version lack the hook, kernels compile as before.
     """
