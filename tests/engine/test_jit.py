@@ -1,7 +1,5 @@
 """The kernel decorator's whole-module optimisation (silva.engine.jit)."""
 
-import re
-
 import llvmlite.binding as llvm
 import numba as nb
 import numpy as np
@@ -12,15 +10,9 @@ from silva.engine.jit import KERNEL_OPTIONS, make_linked_copies_private
 
 def _defined_functions(llvm_ir):
     """``{name: linkage}`` of the functions an LLVM module's text defines."""
-    functions = {}
-    for line in llvm_ir.splitlines():
-        match = re.match(r"define\s+(.*?)@\"?([^\"(]+)\"?\(", line)
-        if match:
-            words = match.group(1).split()
-            linkage = next((word for word in words if word in (
-                "internal", "private", "linkonce_odr", "linkonce", "weak_odr")), "external")
-            functions[match.group(2)] = linkage
-    return functions
+    return {function.name: function.linkage.name
+            for function in llvm.parse_assembly(llvm_ir).functions
+            if not function.is_declaration}
 
 
 def test_the_kernels_a_silva_kernel_calls_are_private_to_its_module():
